@@ -1,0 +1,40 @@
+// A lab's cases as data: datasets/NN-name.yaml lists correctness and performance cases
+// with their sizes, input distributions and seeds; hidden cases are instructor-only.
+#pragma once
+
+#include "labkit/generators.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace labkit {
+
+struct Case {
+  std::string name;
+  std::string kind;  // "correctness" or "performance"
+  bool hidden = false;
+  std::size_t n = 0;
+  InputSpec input;
+  std::map<std::string, std::string> params;  // lab-specific: k, m, alpha...
+
+  bool has(const std::string& key) const { return params.count(key) != 0; }
+  long long integer(const std::string& key) const;  // throws when missing
+  long long integer(const std::string& key, long long fallback) const;
+  double number(const std::string& key) const;
+  double number(const std::string& key, double fallback) const;
+  std::string label() const;  // "uniform n=1000003 seed=7": printed with failures
+};
+
+struct Dataset {
+  std::string lab;
+  std::vector<Case> correctness;
+  std::vector<Case> performance;
+};
+
+// Loads a dataset file; `run_seed` (grade --seed or the instructor's secret) is mixed into
+// every case's seed, so the inputs change while the cases stay the same.
+Dataset load_dataset(const std::string& path, std::uint64_t run_seed = 0);
+
+}  // namespace labkit

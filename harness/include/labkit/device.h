@@ -1,0 +1,30 @@
+// What the current GPU is, and whether there is one at all.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace labkit {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int major = 0;
+  int minor = 0;
+  int sm_count = 0;
+  std::size_t l2_bytes = 0;
+  std::size_t global_memory_bytes = 0;
+  std::size_t shared_memory_per_block_optin = 0;
+};
+
+// Why no CUDA device can be used here ("no CUDA device", driver errors...), or nothing.
+std::optional<std::string> why_no_gpu();
+
+// The device the runtime will use. Requires a GPU.
+const DeviceInfo& current_device();
+
+// Exit code by which Meson (and the grader) recognise a skipped test.
+constexpr int skip_exit_code = 77;
+
+}  // namespace labkit

@@ -1,0 +1,38 @@
+#include "labkit/device.h"
+
+#include "labkit/cuda_check.h"
+
+namespace labkit {
+
+std::optional<std::string> why_no_gpu() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaErrorNoDevice || (status == cudaSuccess && count == 0))
+    return std::string("no CUDA device");
+  if (status != cudaSuccess)
+    return std::string("no usable CUDA device: ") + cudaGetErrorName(status) + " (" +
+           cudaGetErrorString(status) + ")";
+  return std::nullopt;
+}
+
+static DeviceInfo query_current_device() {
+  DeviceInfo info;
+  CUDA_CHECK(cudaGetDevice(&info.ordinal));
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, info.ordinal));
+  info.name = prop.name;
+  info.major = prop.major;
+  info.minor = prop.minor;
+  info.sm_count = prop.multiProcessorCount;
+  info.l2_bytes = std::size_t(prop.l2CacheSize);
+  info.global_memory_bytes = prop.totalGlobalMem;
+  info.shared_memory_per_block_optin = prop.sharedMemPerBlockOptin;
+  return info;
+}
+
+const DeviceInfo& current_device() {
+  static const DeviceInfo info = query_current_device();
+  return info;
+}
+
+}  // namespace labkit

@@ -1,0 +1,181 @@
+#include "labkit/timing.h"
+
+#include "labkit/buffer.h"
+#include "labkit/device.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace labkit {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Writing a buffer of twice the L2 size evicts whatever the previous sample left there.
+__global__ void l2_flush_kernel(int4* buffer, std::size_t count, int salt) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
+       i += std::size_t(gridDim.x) * blockDim.x)
+    buffer[i] = make_int4(salt, salt, salt, salt);
+}
+
+// Reads every byte once with 16-byte loads, several in flight per thread. The xor is kept
+// alive by a store no run ever makes (the input never holds that value).
+__global__ void read_bandwidth_kernel(const int4* in, std::size_t count, int* sink) {
+  constexpr int unroll = 4;
+  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
+  int acc = 0;
+  std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  for (; i + (unroll - 1) * stride < count; i += unroll * stride) {
+    int4 v[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < count; i += stride) acc ^= in[i].x ^ in[i].w;
+  if (acc == 0x7fffffff) *sink = acc;
+}
+
+__global__ void spin_kernel(long long cycles, long long* elapsed) {
+  const long long start = clock64();
+  long long now = start;
+  while (now - start < cycles) now = clock64();
+  *elapsed = now - start;
+}
+
+class L2Flusher {
+public:
+  L2Flusher() : buffer_(2 * current_device().l2_bytes / sizeof(int4) + 1) {}
+  void flush(cudaStream_t stream) {
+    l2_flush_kernel<<<current_device().sm_count * 4, 512, 0, stream>>>(buffer_.data(), buffer_.size(), ++salt_);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+private:
+  DeviceBuffer<int4> buffer_;
+  int salt_ = 0;
+};
+
+struct EventPair {
+  EventPair() {
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~EventPair() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  float elapsed_ms() const {
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return ms;
+  }
+  cudaEvent_t start{}, stop{};
+};
+
+cudaStream_t timing_stream() {
+  static cudaStream_t stream = [] {
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+  }();
+  return stream;
+}
+
+// Persisting-L2 lines would let one sample warm the next: no set-aside, and reset each time.
+void reset_persisting_l2() {
+  static const bool limit_cleared = [] {
+    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);  // unsupported before Ampere: ignore
+    cudaGetLastError();
+    return true;
+  }();
+  (void)limit_cleared;
+  cudaCtxResetPersistingL2Cache();
+  cudaGetLastError();
+}
+
+// Wall-clock time past the event time that counts as work on another stream.
+double off_stream_threshold_ms(double event_ms) { return std::max(0.05, 0.25 * event_ms); }
+
+}  // namespace
+
+TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
+  static L2Flusher flusher;
+  const cudaStream_t stream = timing_stream();
+  EventPair events;
+
+  for (int warmup = 0; warmup < 2; ++warmup) {
+    if (call.prepare) call.prepare(-1 - warmup);
+    call.launch(stream);
+    CUDA_CHECK_KERNELS(stream);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  TimingStats stats;
+  std::vector<double> samples;
+  const auto started = Clock::now();
+  for (int sample = 0;; ++sample) {
+    if (call.prepare) call.prepare(sample);
+    flusher.flush(stream);
+    reset_persisting_l2();
+    CUDA_CHECK(cudaDeviceSynchronize());
+
+    const auto wall_start = Clock::now();
+    CUDA_CHECK(cudaEventRecord(events.start, stream));
+    call.launch(stream);
+    CUDA_CHECK(cudaEventRecord(events.stop, stream));
+    CUDA_CHECK(cudaDeviceSynchronize());  // the whole device: other streams' work counts too
+    const double wall_ms = 1e3 * seconds_since(wall_start);
+    CUDA_CHECK(cudaGetLastError());
+
+    double ms = events.elapsed_ms();
+    if (wall_ms - ms > off_stream_threshold_ms(ms)) {
+      stats.off_stream_work = true;
+      ms = wall_ms;
+    }
+    samples.push_back(ms);
+    if (samples.size() % 10 == 0 || samples.size() < rule.min_samples) {
+      stats.ms = summarize(samples);
+      if (should_stop(rule, stats.ms, seconds_since(started))) break;
+    }
+  }
+  stats.sm_clock_mhz = measure_sm_clock_mhz();
+  return stats;
+}
+
+double measure_sm_clock_mhz() {
+  DeviceBuffer<long long> elapsed(1);
+  EventPair events;
+  const cudaStream_t stream = timing_stream();
+  constexpr long long cycles = 2'000'000;
+  CUDA_CHECK(cudaEventRecord(events.start, stream));
+  spin_kernel<<<1, 1, 0, stream>>>(cycles, elapsed.data());
+  CUDA_CHECK(cudaEventRecord(events.stop, stream));
+  CUDA_CHECK_KERNELS(stream);
+  const double counted = double(elapsed.download()[0]);
+  return counted / (1e3 * events.elapsed_ms());
+}
+
+double measured_read_bandwidth_gbps() {
+  static const double gbps = [] {
+    const std::size_t bytes = std::max<std::size_t>(std::size_t(1) << 30, 8 * current_device().l2_bytes);
+    DeviceBuffer<int4> buffer(bytes / sizeof(int4));
+    CUDA_CHECK(cudaMemset(buffer.data(), 0x11, buffer.bytes()));
+    DeviceBuffer<int> sink(1);
+    const int blocks = current_device().sm_count * 8;
+    TimedCall read{[&](cudaStream_t stream) {
+                     read_bandwidth_kernel<<<blocks, 256, 0, stream>>>(buffer.data(), buffer.size(), sink.data());
+                   },
+                   {}};
+    const TimingStats stats = time_call(read, StoppingRule{0.002, 20, 200, 1.0});
+    return double(buffer.bytes()) / (stats.ms.median * 1e-3) / 1e9;
+  }();
+  return gbps;
+}
+
+}  // namespace labkit

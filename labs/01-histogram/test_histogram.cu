@@ -1,0 +1,116 @@
+// Lab 01 checks: the student's histogram against a CPU count on every dataset case, then
+// its speed against the reference solution's on the performance cases.
+#include "histogram.h"
+
+#include <labkit/lab.h>
+
+#include <numeric>
+
+namespace {
+
+using labkit::Case;
+using labkit::DeviceBuffer;
+using Histogram = std::vector<uint32_t>;
+constexpr int bin_count = 256;
+constexpr uint32_t poison_word = 0x01010101u * labkit::poison_byte;
+
+// A case may start the input `offset` bytes past an aligned address, to test that wide loads
+// cope with any pointer the contract allows.
+std::vector<uint8_t> make_input(const Case& c) {
+  const size_t offset = size_t(c.integer("offset", 0));
+  return labkit::generate<uint8_t>(c.n + offset, c.input);
+}
+
+Histogram cpu_histogram(const std::vector<uint8_t>& input, size_t offset) {
+  Histogram bins(bin_count, 0);
+  for (size_t i = offset; i < input.size(); ++i) ++bins[input[i]];
+  return bins;
+}
+
+// Names the likely mistake from the shape of the error.
+std::string diagnose(const Histogram& expected, const Histogram& actual, size_t n) {
+  for (int b = 0; b < bin_count; ++b)
+    if (actual[b] - expected[b] == poison_word)
+      return "bin " + std::to_string(b) +
+             " still holds what it held before the call: histogram must zero d_bins itself";
+  const uint64_t total = std::accumulate(actual.begin(), actual.end(), uint64_t(0));
+  if (total != n)
+    return "the bins add up to " + std::to_string(total) + ", not n = " + std::to_string(n) +
+           ": some bytes were skipped or counted twice (hint: check each thread's first index "
+           "and its stride)";
+  return "the bins add up to n but some are wrong: updates were lost (hint: concurrent "
+         "increments of one bin need atomics)";
+}
+
+void check_histogram(const Case& c) {
+  const size_t offset = size_t(c.integer("offset", 0));
+  const std::vector<uint8_t> input = make_input(c);
+  const Histogram expected = cpu_histogram(input, offset);
+
+  DeviceBuffer<uint8_t> d_in(input);
+  DeviceBuffer<uint32_t> d_bins(bin_count);
+  d_bins.poison();
+  labkit::student<decltype(histogram)>("histogram")(d_in.data() + offset, c.n, d_bins.data(), nullptr);
+  CUDA_CHECK_KERNELS(nullptr);
+
+  const Histogram actual = d_bins.download();
+  const labkit::Comparison comparison = labkit::compare_exact(expected, actual);
+  labkit::verdict(c, comparison.ok(),
+                  comparison.ok() ? "" : diagnose(expected, actual, c.n) + ". " +
+                      comparison.describe([](size_t b) { return "bin " + std::to_string(b); }));
+}
+
+// Two inputs of the same distribution and size alternate between samples, so a function
+// that replays an earlier answer is caught by the check after timing.
+struct PerfInputs {
+  explicit PerfInputs(const Case& c) {
+    for (int variant = 0; variant < 2; ++variant) {
+      labkit::InputSpec spec = c.input;
+      spec.seed += variant;
+      const std::vector<uint8_t> host = labkit::generate<uint8_t>(c.n, spec);
+      expected.push_back(cpu_histogram(host, 0));
+      device.emplace_back(host);
+    }
+  }
+  std::vector<Histogram> expected;
+  std::vector<DeviceBuffer<uint8_t>> device;
+  int current = 0;
+};
+
+labkit::PerfSubject perf_subject(decltype(histogram)* fn, const Case& c, PerfInputs& inputs,
+                                 DeviceBuffer<uint32_t>& bins) {
+  return {{[fn, &c, &inputs, &bins](cudaStream_t stream) {
+             fn(inputs.device[inputs.current].data(), c.n, bins.data(), stream);
+           },
+           [&inputs, &bins](int sample) {
+             inputs.current = sample < 0 ? 0 : sample % 2;
+             bins.poison();
+           }},
+          [&inputs, &bins] {
+            return labkit::compare_exact(inputs.expected[inputs.current], bins.download()).describe();
+          }};
+}
+
+}  // namespace
+
+TEST_SUITE("correctness") {
+  TEST_CASE("histogram matches a CPU count") {
+    for (const Case& c : labkit::dataset().correctness) {
+      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_histogram(c); }); }
+    }
+  }
+}
+
+TEST_SUITE("performance") {
+  TEST_CASE("histogram throughput against the reference") {
+    for (const Case& c : labkit::dataset().performance) {
+      SUBCASE(c.name.c_str()) {
+        PerfInputs inputs(c);
+        DeviceBuffer<uint32_t> bins(bin_count);
+        labkit::measure_performance(
+            c, double(c.n), perf_subject(labkit::student<decltype(histogram)>("histogram"), c, inputs, bins),
+            perf_subject(labkit::reference<decltype(histogram)>("histogram"), c, inputs, bins));
+      }
+    }
+  }
+}
