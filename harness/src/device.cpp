@@ -10,7 +10,7 @@ std::optional<std::string> why_no_gpu() {
   if (status == cudaErrorNoDevice || (status == cudaSuccess && count == 0))
     return std::string("no CUDA device");
   if (status != cudaSuccess)
-    return std::string("no usable CUDA device: ") + cudaGetErrorName(status) + " (" +
+    return std::string("no CUDA device (") + cudaGetErrorName(status) + ": " +
            cudaGetErrorString(status) + ")";
   return std::nullopt;
 }

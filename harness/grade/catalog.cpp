@@ -1,0 +1,63 @@
+#include "catalog.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace grade {
+
+namespace {
+
+LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
+  const fs::path rubric_path = dir / "lab.yaml";
+  try {
+    const YAML::Node rubric = YAML::LoadFile(rubric_path.string());
+    LabSpec lab;
+    lab.dir = dir.filename().string();
+    lab.id = lab.dir.substr(0, lab.dir.find('-'));
+    lab.name = lab.dir.substr(lab.dir.find('-') + 1);
+    lab.title = rubric["title"].as<std::string>();
+    lab.dataset = (fs::path(source_root) / "datasets" / rubric["dataset"].as<std::string>()).string();
+    lab.student_files = rubric["student_files"].as<std::vector<std::string>>();
+    if (rubric["forbidden"]) lab.forbidden = rubric["forbidden"].as<std::vector<std::string>>();
+    lab.time_limit_seconds = rubric["time_limit_seconds"].as<int>(300);
+    lab.correctness_points = rubric["correctness"]["points"].as<double>();
+    for (const auto& entry : rubric["performance"])
+      lab.performance.push_back({entry["case"].as<std::string>(), entry["points"].as<double>(),
+                                 entry["zero_credit_ratio"].as<double>(),
+                                 entry["full_credit_ratio"].as<double>()});
+    return lab;
+  } catch (const YAML::Exception& error) {
+    throw std::runtime_error(rubric_path.string() + ": " + error.what());
+  }
+}
+
+}  // namespace
+
+std::vector<LabSpec> load_catalog(const std::string& source_root) {
+  std::vector<fs::path> dirs;
+  for (const auto& entry : fs::directory_iterator(fs::path(source_root) / "labs"))
+    if (entry.is_directory() && fs::exists(entry.path() / "lab.yaml")) dirs.push_back(entry.path());
+  std::sort(dirs.begin(), dirs.end());
+  std::vector<LabSpec> labs;
+  for (const auto& dir : dirs) labs.push_back(read_lab(dir, source_root));
+  return labs;
+}
+
+const LabSpec& find_lab(const std::vector<LabSpec>& labs, const std::string& key) {
+  for (const LabSpec& lab : labs) {
+    const bool numeric = !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit);
+    if (key == lab.dir || key == lab.name || key == lab.id ||
+        (numeric && std::stoi(key) == std::stoi(lab.id)))
+      return lab;
+  }
+  std::string known;
+  for (const LabSpec& lab : labs) known += " " + lab.dir;
+  throw std::invalid_argument("no lab '" + key + "'; the labs are:" + known);
+}
+
+}  // namespace grade

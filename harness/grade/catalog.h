@@ -1,0 +1,35 @@
+// The labs the kit has, read from each labs/NN-name/lab.yaml.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace grade {
+
+struct PerformanceRubric {
+  std::string case_name;
+  double points = 0;
+  double zero_credit_ratio = 0;
+  double full_credit_ratio = 1;
+};
+
+struct LabSpec {
+  std::string dir;   // "01-histogram"
+  std::string id;    // "01"
+  std::string name;  // "histogram"
+  std::string title;
+  std::string dataset;                     // path to the dataset file
+  std::vector<std::string> student_files;  // relative to the lab folder
+  std::vector<std::string> forbidden;      // library names: "cub", "thrust", "cublas"
+  int time_limit_seconds = 300;
+  double correctness_points = 0;
+  std::vector<PerformanceRubric> performance;
+};
+
+// All labs under source_root/labs, in folder order. Throws with the file's name on a bad rubric.
+std::vector<LabSpec> load_catalog(const std::string& source_root);
+
+// "01", "1", "histogram" or "01-histogram" → the lab; throws listing the labs when none match.
+const LabSpec& find_lab(const std::vector<LabSpec>& labs, const std::string& key);
+
+}  // namespace grade

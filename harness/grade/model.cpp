@@ -1,0 +1,154 @@
+#include "model.h"
+
+#include <cstdio>
+#include <sstream>
+
+using nlohmann::json;
+
+namespace grade {
+
+std::string to_string(LabStatus status) {
+  switch (status) {
+    case LabStatus::graded: return "graded";
+    case LabStatus::build_failed: return "build failed";
+    case LabStatus::missing_files: return "missing files";
+    case LabStatus::run_failed: return "run failed";
+    case LabStatus::not_run: return "not run";
+    case LabStatus::kit_fault: return "kit fault";
+  }
+  return "unknown";
+}
+
+void add_totals(LabResult& lab) {
+  lab.points = lab.max_points = 0;
+  for (const CaseResult& c : lab.cases) {
+    lab.points += c.points;
+    lab.max_points += c.max_points;
+  }
+}
+
+void add_totals(Report& report) {
+  report.points = report.max_points = 0;
+  for (const LabResult& lab : report.labs) {
+    report.points += lab.points;
+    report.max_points += lab.max_points;
+  }
+}
+
+namespace {
+
+std::string format(const char* pattern, double a, double b = 0, double c = 0, double d = 0) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, pattern, a, b, c, d);
+  return buffer;
+}
+
+// A hidden case shows its verdict but not its inputs or the expected values.
+std::string visible_message(const CaseResult& c, bool show_hidden_details) {
+  if (!c.hidden || show_hidden_details || c.passed) return c.message;
+  return "hidden case: details are withheld";
+}
+
+std::string timing_line(const CaseResult& c) {
+  if (!c.timing.contains("student")) return {};
+  const json& s = c.timing["student"];
+  const json& r = c.timing["reference"];
+  return format("yours %.4f ms, %.0f GB/s, %.1f%% of peak; reference %.4f ms; ratio ", s["median_ms"].get<double>(),
+                s["gbps"].get<double>(), s["percent_of_peak"].get<double>(), r["median_ms"].get<double>()) +
+         format("%.2f", c.timing["ratio"].get<double>());
+}
+
+std::size_t count_passed(const LabResult& lab, const char* kind, std::size_t& total) {
+  std::size_t passed = 0;
+  total = 0;
+  for (const CaseResult& c : lab.cases)
+    if (c.kind == kind) ++total, passed += c.passed;
+  return passed;
+}
+
+}  // namespace
+
+json to_json(const Report& report) {
+  json labs = json::array();
+  for (const LabResult& lab : report.labs) {
+    json cases = json::array();
+    for (const CaseResult& c : lab.cases)
+      cases.push_back({{"name", c.name}, {"kind", c.kind}, {"hidden", c.hidden}, {"ran", c.ran},
+                       {"passed", c.passed}, {"message", c.message}, {"points", c.points},
+                       {"max_points", c.max_points}, {"timing", c.timing}});
+    labs.push_back({{"id", lab.id}, {"name", lab.name}, {"title", lab.title},
+                    {"status", to_string(lab.status)}, {"note", lab.note}, {"build_log", lab.build_log},
+                    {"run_log", lab.run_log}, {"device", lab.device}, {"points", lab.points},
+                    {"max_points", lab.max_points}, {"cases", cases}});
+  }
+  return {{"who", report.who}, {"mode", report.mode}, {"points", report.points},
+          {"max_points", report.max_points}, {"labs", labs}};
+}
+
+std::string to_text(const Report& report, bool show_hidden_details) {
+  std::ostringstream out;
+  out << "Grading " << report.who << " (" << report.mode << ")\n";
+  for (const LabResult& lab : report.labs) {
+    out << "\nLab " << lab.id << " " << lab.name << ": " << lab.title << "\n";
+    if (lab.device.contains("name"))
+      out << "  GPU: " << lab.device["name"].get<std::string>() << " (compute capability "
+          << lab.device["compute_capability"].get<std::string>() << ")\n";
+    if (!lab.note.empty()) out << "  " << lab.note << "\n";
+    if (!lab.build_log.empty() && lab.status == LabStatus::build_failed) {
+      std::istringstream log(lab.build_log);
+      for (std::string line; std::getline(log, line);) out << "    | " << line << "\n";
+    }
+    std::size_t total = 0;
+    const std::size_t passed = count_passed(lab, "correctness", total);
+    const bool judged = lab.status == LabStatus::graded || lab.status == LabStatus::run_failed;
+    if (!judged) {
+      out << "  " << total << " correctness cases not run\n";
+      out << format("  lab total: %.1f / %.0f points", lab.points, lab.max_points) << "\n";
+      continue;
+    }
+    out << "  correctness: " << passed << " of " << total << " cases passed\n";
+    {
+      for (const CaseResult& c : lab.cases) {
+        if (c.kind != "correctness" || c.passed) continue;
+        out << "    " << (c.ran ? "FAIL " : "NOT RUN ") << c.name << ": "
+            << visible_message(c, show_hidden_details) << "\n";
+      }
+    }
+    out << "  performance:\n";
+    for (const CaseResult& c : lab.cases) {
+      if (c.kind != "performance") continue;
+      out << "    " << c.name << ": ";
+      const std::string timing = timing_line(c);
+      out << (timing.empty() ? "" : timing + "; ") << (c.message.empty() ? "" : c.message + "; ")
+          << format("%.1f/%.0f points", c.points, c.max_points) << "\n";
+    }
+    out << format("  lab total: %.1f / %.0f points", lab.points, lab.max_points) << "\n";
+  }
+  out << "\n" << format("Total: %.1f / %.0f points", report.points, report.max_points) << "\n";
+  return out.str();
+}
+
+std::string to_markdown(const Report& report, bool show_hidden_details) {
+  std::ostringstream out;
+  out << "# Grade report: " << report.who << "\n\n" << "Mode: " << report.mode << ". "
+      << format("Total: **%.1f / %.0f** points.", report.points, report.max_points) << "\n";
+  for (const LabResult& lab : report.labs) {
+    out << "\n## Lab " << lab.id << " " << lab.name << ": " << lab.title << "\n\n"
+        << "Status: " << to_string(lab.status) << format(". Points: %.1f / %.0f.", lab.points, lab.max_points) << "\n";
+    if (!lab.note.empty()) out << "\n" << lab.note << "\n";
+    if (lab.status == LabStatus::build_failed) out << "\n```\n" << lab.build_log << "\n```\n";
+    out << "\n| case | kind | result | points | details |\n|---|---|---|---|---|\n";
+    for (const CaseResult& c : lab.cases) {
+      std::string details = c.kind == "performance" ? timing_line(c) : visible_message(c, show_hidden_details);
+      if (c.kind == "performance" && !c.message.empty()) details += (details.empty() ? "" : "; ") + c.message;
+      for (char& ch : details)
+        if (ch == '|' || ch == '\n') ch = ' ';
+      out << "| " << c.name << (c.hidden ? " (hidden)" : "") << " | " << c.kind << " | "
+          << (c.passed ? "pass" : c.ran ? "fail" : "not run") << " | "
+          << format("%.1f / %.1f", c.points, c.max_points) << " | " << details << " |\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace grade

@@ -1,0 +1,43 @@
+// Runs a child process the way a grader must: its own process group, a wall-clock limit,
+// CPU-time, file-size and core-dump limits, output to a log file of bounded size, and an
+// optional result channel (a pipe the grader owns).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace grade {
+
+struct ChildLimits {
+  int wall_seconds = 300;
+  int cpu_seconds = 600;
+  long long file_size_bytes = 64ll << 20;  // also caps what the child can print
+};
+
+struct ChildOutcome {
+  int exit_code = -1;  // when it exited
+  int signal = 0;      // when a signal ended it
+  bool timed_out = false;
+  double wall_seconds = 0;
+  std::string output_tail;                // the end of stdout and stderr together
+  std::vector<std::string> result_lines;  // what arrived on the result channel
+  std::string describe() const;           // "exit 0", "killed by SIGSEGV", "timed out after 300 s"
+};
+
+struct ChildRequest {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> environment;  // added to ours
+  std::vector<std::string> hidden_variables;        // removed from ours (the instructor's secret)
+  std::string log_path;
+  std::string working_directory;
+  bool result_channel = false;
+  std::string result_token;
+};
+
+ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits);
+
+// A random hex string: the result channel's token.
+std::string random_token();
+
+}  // namespace grade
