@@ -1,1 +1,158 @@
-int main() { return 77; }
+// Lab 03 benchmark: the reference solution beside a full cub::DeviceRadixSort descending sort
+// (the library anchor: the obvious way to get the top k) and the chapter's kernel at k = 10,
+// with GB/s (n * 4 bytes over the time) and % of the device's measured read bandwidth.
+// Not a test: it prints numbers for people to read.
+#include "topk.h"
+
+#include <labkit/buffer.h>
+#include <labkit/device.h>
+#include <labkit/generators.h>
+#include <labkit/timing.h>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/version.cuh>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using labkit::DeviceBuffer;
+constexpr int chapter_block_size = 256;
+constexpr int chapter_k = 10;
+
+// The chapter's kernel as it wrote it: compile-time K, a sorted array per thread, a tree
+// merge of BLOCK_SIZE * K values in shared memory, and its insertion routine (which drops
+// values equal to one already held, so its answers are wrong on repeated values).
+__device__ void chapter_insert_value(int32_t* array, int k, int32_t data) {
+  for (int i = 0; i < k; ++i)
+    if (array[i] == data) return;
+  if (data < array[k - 1]) return;
+  for (int i = k - 2; i >= 0; --i) {
+    if (data > array[i]) {
+      array[i + 1] = array[i];
+    } else {
+      array[i + 1] = data;
+      return;
+    }
+  }
+  array[0] = data;
+}
+
+template <int K>
+__global__ void chapter_topk_kernel(const int32_t* input, size_t count, int32_t* output) {
+  __shared__ int32_t topk_per_block[chapter_block_size * K];
+  int32_t topk_temp[K];
+  for (int i = 0; i < K; ++i) topk_temp[i] = INT_MIN;
+  for (size_t idx = threadIdx.x + size_t(blockDim.x) * blockIdx.x; idx < count; idx += size_t(gridDim.x) * blockDim.x)
+    chapter_insert_value(topk_temp, K, input[idx]);
+  for (int i = 0; i < K; ++i) topk_per_block[threadIdx.x * K + i] = topk_temp[i];
+  __syncthreads();
+  for (int length = chapter_block_size / 2; length >= 1; length /= 2) {
+    if (threadIdx.x < length)
+      for (int i = 0; i < K; ++i) chapter_insert_value(topk_temp, K, topk_per_block[(threadIdx.x + length) * K + i]);
+    __syncthreads();
+    if (threadIdx.x < length)
+      for (int i = 0; i < K; ++i) topk_per_block[threadIdx.x * K + i] = topk_temp[i];
+    __syncthreads();
+  }
+  if (threadIdx.x < K) output[size_t(K) * blockIdx.x + threadIdx.x] = topk_per_block[threadIdx.x];
+}
+
+using TopkFn = std::function<void(const int32_t*, size_t, int, int32_t*, cudaStream_t)>;
+
+struct Variant {
+  std::string name;
+  TopkFn run;  // writes the top k to out[0..k) (the sort writes all n)
+};
+
+size_t cub_sort_bytes(size_t n) {
+  size_t bytes = 0;
+  cub::DeviceRadixSort::SortKeysDescending(nullptr, bytes, static_cast<const int32_t*>(nullptr),
+                                           static_cast<int32_t*>(nullptr), int64_t(n));
+  return bytes;
+}
+
+// Scratch for the anchors, allocated once per size outside the timed region.
+struct Scratch {
+  explicit Scratch(size_t n)
+      : sort_temp(cub_sort_bytes(n)),
+        chapter_blocks((n + chapter_block_size - 1) / chapter_block_size),
+        chapter_results(chapter_blocks * chapter_k) {}
+  DeviceBuffer<uint8_t> sort_temp;
+  size_t chapter_blocks;
+  DeviceBuffer<int32_t> chapter_results;
+};
+
+std::vector<Variant> variants(int k, Scratch& scratch) {
+  std::vector<Variant> list = {
+      {"reference solution", topk},
+      {"cub::DeviceRadixSort (all n)",
+       [&scratch](const int32_t* in, size_t n, int, int32_t* out, cudaStream_t stream) {
+         size_t bytes = scratch.sort_temp.size();
+         cub::DeviceRadixSort::SortKeysDescending(scratch.sort_temp.data(), bytes, in, out, int64_t(n), 0, 32, stream);
+       }},
+  };
+  if (k == chapter_k)
+    list.push_back({"chapter kernel (k = 10)", [&scratch](const int32_t* in, size_t n, int, int32_t* out,
+                                                          cudaStream_t stream) {
+                      chapter_topk_kernel<chapter_k><<<unsigned(scratch.chapter_blocks), chapter_block_size, 0, stream>>>(
+                          in, n, scratch.chapter_results.data());
+                      chapter_topk_kernel<chapter_k><<<1, chapter_block_size, 0, stream>>>(
+                          scratch.chapter_results.data(), scratch.chapter_blocks * chapter_k, out);
+                    }});
+  return list;
+}
+
+void bench_case(size_t n, int k, double peak_gbps) {
+  std::vector<int32_t> host = labkit::generate<int32_t>(n, {labkit::Distribution::uniform, 42, -2147483648.0, 2147483647.0});
+  DeviceBuffer<int32_t> input(host);
+  std::nth_element(host.begin(), host.begin() + (k - 1), host.end(), std::greater<int32_t>());
+  std::sort(host.begin(), host.begin() + k, std::greater<int32_t>());
+  const std::vector<int32_t> expected(host.begin(), host.begin() + k);
+  DeviceBuffer<int32_t> out(n);
+  Scratch scratch(n);
+
+  char label[64];
+  std::snprintf(label, sizeof label, "n=%zu k=%d", n, k);
+  double reference_ms = 0;
+  for (const Variant& v : variants(k, scratch)) {
+    const labkit::TimingStats t = labkit::time_call(
+        {[&](cudaStream_t stream) { v.run(input.data(), n, k, out.data(), stream); },
+         [&](int) { CUDA_CHECK(cudaMemset(out.data(), labkit::poison_byte, size_t(k) * sizeof(int32_t))); }});
+    std::vector<int32_t> top(static_cast<size_t>(k), 0);
+    CUDA_CHECK(cudaMemcpy(top.data(), out.data(), top.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    if (reference_ms == 0) reference_ms = t.ms.median;
+    const double gbps = double(n) * sizeof(int32_t) / (t.ms.median * 1e-3) / 1e9;
+    std::printf("%-22s %-30s %9.4f ms %8.1f GB/s %6.1f%% of peak  %6.2fx the reference's time  (%zu samples, "
+                "+-%.2f%%)%s\n",
+                label, v.name.c_str(), t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.median / reference_ms,
+                t.ms.count, 100 * t.ms.relative_error, top == expected ? "" : "  WRONG OUTPUT");
+  }
+}
+
+}  // namespace
+
+int main() {
+  if (const auto reason = labkit::why_no_gpu()) {
+    std::printf("SKIPPED: %s\n", reason->c_str());
+    return labkit::skip_exit_code;
+  }
+  const double peak = labkit::measured_read_bandwidth_gbps();
+  std::printf("%s: measured read bandwidth %.0f GB/s, SM clock %.0f MHz\n", labkit::current_device().name.c_str(),
+              peak, labkit::measure_sm_clock_mhz());
+  std::printf("cub::DeviceTopK: %s (CUB %d.%d.%d)\n",
+#if __has_include(<cub/device/device_topk.cuh>)
+              "present in this CUB but not benchmarked here",
+#else
+              "not in this CUB, so the full sort is the library anchor",
+#endif
+              CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
+  for (const size_t n : {size_t(10000000), size_t(1) << 28})
+    for (const int k : {10, 1000}) bench_case(n, k, peak);
+  return 0;
+}

@@ -1,1 +1,145 @@
-#include <doctest/doctest.h>
+// Lab 03 checks: the student's topk against std::nth_element + std::sort on every dataset
+// case, then its speed against the reference solution's on the performance cases.
+#include "topk.h"
+
+#include <labkit/lab.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+namespace {
+
+using labkit::Case;
+using labkit::DeviceBuffer;
+using Values = std::vector<int32_t>;
+constexpr int32_t poison_value = int32_t(0x01010101u * labkit::poison_byte);
+
+// A case's k is a number, or "n" for the whole input.
+int case_k(const Case& c) {
+  const auto it = c.params.find("k");
+  if (it != c.params.end() && it->second == "n") return int(c.n);
+  return int(c.integer("k"));
+}
+
+// The k largest, largest first: what std::partial_sort with std::greater leaves in front.
+Values cpu_topk(Values input, int k) {
+  std::nth_element(input.begin(), input.begin() + (k - 1), input.end(), std::greater<int32_t>());
+  std::sort(input.begin(), input.begin() + k, std::greater<int32_t>());
+  input.resize(size_t(k));
+  return input;
+}
+
+std::map<int32_t, size_t> multiplicities(const Values& values) {
+  std::map<int32_t, size_t> counts;
+  for (int32_t v : values) ++counts[v];
+  return counts;
+}
+
+const char* const k_limit_hint = "hint: if this happens only above some k, what limits k: shared memory per block?";
+
+// Names the likely mistake from the shape of the error.
+std::string diagnose(const Values& expected, const Values& actual, int k) {
+  if (std::all_of(actual.begin(), actual.end(), [](int32_t v) { return v == poison_value; }))
+    return "d_out still holds what it held before the call (k = " + std::to_string(k) + "); " + k_limit_hint;
+  Values sorted = actual;
+  std::sort(sorted.begin(), sorted.end(), std::greater<int32_t>());
+  if (sorted == expected) return "the right values in the wrong order: d_out must be sorted largest first";
+  const auto want = multiplicities(expected), got = multiplicities(actual);
+  const bool has_every_value = std::all_of(want.begin(), want.end(), [&](const auto& entry) {
+    return got.count(entry.first) != 0;
+  });
+  const bool too_few_copies = std::any_of(want.begin(), want.end(), [&](const auto& entry) {
+    const auto it = got.find(entry.first);
+    return it != got.end() && it->second < entry.second;
+  });
+  if (has_every_value && too_few_copies)
+    return "the right values but too few copies of some: duplicates are being dropped (equal values count "
+           "separately: {7, 3, 7} with k = 2 gives {7, 7})";
+  if (too_few_copies || !has_every_value)
+    return "values of the top k are missing: duplicates are being dropped or some values never reach the "
+           "final merge";
+  return "wrong values: compare with std::partial_sort on a small input";
+}
+
+void check_topk(const Case& c) {
+  const int k = case_k(c);
+  const Values input = labkit::generate<int32_t>(c.n, c.input);
+  const Values expected = cpu_topk(input, k);
+
+  DeviceBuffer<int32_t> d_in(input);
+  DeviceBuffer<int32_t> d_out{size_t(k)};
+  d_out.poison();
+  try {
+    labkit::student<decltype(topk)>("topk")(d_in.data(), c.n, k, d_out.data(), nullptr);
+    CUDA_CHECK_KERNELS(nullptr);
+  } catch (const labkit::CudaError& error) {
+    labkit::verdict(c, false, std::string(error.what()) + " (k = " + std::to_string(k) + "); " + k_limit_hint);
+    return;
+  }
+  const Values actual = d_out.download();
+  if (d_in.download() != input) {
+    labkit::verdict(c, false, "d_in was modified: topk must leave its input as it found it");
+    return;
+  }
+  const labkit::Comparison comparison = labkit::compare_exact(expected, actual);
+  labkit::verdict(c, comparison.ok(),
+                  comparison.ok() ? "" : diagnose(expected, actual, k) + ". " +
+                      comparison.describe([](size_t i) { return "d_out[" + std::to_string(i) + "]"; }));
+}
+
+// Two inputs of the same distribution and size alternate between samples, so a function
+// that replays an earlier answer is caught by the check after timing.
+struct PerfInputs {
+  explicit PerfInputs(const Case& c) : k(case_k(c)) {
+    for (int variant = 0; variant < 2; ++variant) {
+      labkit::InputSpec spec = c.input;
+      spec.seed += variant;
+      const Values host = labkit::generate<int32_t>(c.n, spec);
+      expected.push_back(cpu_topk(host, k));
+      device.emplace_back(host);
+    }
+  }
+  int k;
+  std::vector<Values> expected;
+  std::vector<DeviceBuffer<int32_t>> device;
+  int current = 0;
+};
+
+labkit::PerfSubject perf_subject(decltype(topk)* fn, const Case& c, PerfInputs& inputs, DeviceBuffer<int32_t>& out) {
+  return {{[fn, &c, &inputs, &out](cudaStream_t stream) {
+             fn(inputs.device[inputs.current].data(), c.n, inputs.k, out.data(), stream);
+           },
+           [&inputs, &out](int sample) {
+             inputs.current = sample < 0 ? 0 : sample % 2;
+             out.poison();
+           }},
+          [&inputs, &out] {
+            return labkit::compare_exact(inputs.expected[inputs.current], out.download()).describe();
+          }};
+}
+
+}  // namespace
+
+TEST_SUITE("correctness") {
+  TEST_CASE("topk matches std::partial_sort") {
+    for (const Case& c : labkit::dataset().correctness) {
+      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_topk(c); }); }
+    }
+  }
+}
+
+TEST_SUITE("performance") {
+  TEST_CASE("topk time against the reference") {
+    for (const Case& c : labkit::dataset().performance) {
+      SUBCASE(c.name.c_str()) {
+        PerfInputs inputs(c);
+        DeviceBuffer<int32_t> out{size_t(inputs.k)};
+        // The floor is one read of the input: n * 4 bytes.
+        labkit::measure_performance(c, double(c.n) * sizeof(int32_t),
+                                    perf_subject(labkit::student<decltype(topk)>("topk"), c, inputs, out),
+                                    perf_subject(labkit::reference<decltype(topk)>("topk"), c, inputs, out));
+      }
+    }
+  }
+}
