@@ -1,1 +1,84 @@
-int main() { return 77; }
+// Lab 04 benchmark: the reference solution beside cublasSgemm (FP32, TF32 off: the library
+// anchor) and the ladder's other kernels (the tiled chapter's shared-memory kernel, the OpenCL
+// chapter's coalesced and uncoalesced naive kernels), in ms, TFLOP/s and % of cuBLAS. Not a
+// test: it prints numbers for people to read. Each output is compared with cuBLAS's.
+#include "sgemm.h"
+#include "sgemm_anchors.cuh"
+
+#include <labkit/buffer.h>
+#include <labkit/device.h>
+#include <labkit/generators.h>
+#include <labkit/timing.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+using labkit::DeviceBuffer;
+
+struct Variant {
+  const char* name;
+  sgemm_anchors::SgemmFn* run;
+};
+
+const Variant variants[] = {
+    {"cublasSgemm (FP32)", sgemm_anchors::cublas_sgemm},  // first: the others are compared with it
+    {"cublasSgemm (pedantic)", sgemm_anchors::cublas_sgemm_pedantic},
+    {"reference solution", sgemm},
+    {"chapter: tiled 32x32", sgemm_anchors::chapter_tiled},
+    {"naive coalesced", sgemm_anchors::naive_coalesced},
+    {"naive uncoalesced (starter)", sgemm_anchors::naive_uncoalesced},
+};
+
+// Largest difference from cuBLAS's output, in units of a bound that an FP32 sum of k products
+// of numbers in [-1, 1] stays well inside whatever its order.
+double worst_difference(const std::vector<float>& expected, const std::vector<float>& actual, int k) {
+  double worst = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double diff = std::fabs(double(actual[i]) - double(expected[i]));
+    worst = std::max(worst, std::isnan(diff) ? INFINITY : diff);
+  }
+  return worst / (64 * 0x1.0p-24 * k);
+}
+
+void bench_shape(int m, int n, int k) {
+  const double flop = 2.0 * m * n * k;
+  DeviceBuffer<float> a(labkit::generate<float>(size_t(m) * k, {labkit::Distribution::uniform, 42, -1, 1}));
+  DeviceBuffer<float> b(labkit::generate<float>(size_t(k) * n, {labkit::Distribution::uniform, 43, -1, 1}));
+  DeviceBuffer<float> c(size_t(m) * n);
+
+  std::printf("\nm=%d n=%d k=%d (%.1f GFLOP), C = A B (alpha 1, beta 0)\n", m, n, k, flop * 1e-9);
+  std::vector<float> cublas_output;
+  double cublas_ms = 0;
+  for (const Variant& v : variants) {
+    const labkit::TimingStats t = labkit::time_call(
+        {[&](cudaStream_t stream) { v.run(m, n, k, 1.f, a.data(), b.data(), 0.f, c.data(), stream); },
+         [&](int) { c.poison(); }});
+    const std::vector<float> output = c.download();
+    if (cublas_output.empty()) {
+      cublas_output = output;
+      cublas_ms = t.ms.median;
+    }
+    const double tflops = flop / (t.ms.median * 1e-3) * 1e-12;
+    const bool right = worst_difference(cublas_output, output, k) <= 1;
+    std::printf("  %-28s %10.4f ms %8.2f TFLOP/s %7.1f%% of cuBLAS  (%zu samples, +-%.2f%%)%s\n", v.name,
+                t.ms.median, tflops, 100 * cublas_ms / t.ms.median, t.ms.count, 100 * t.ms.relative_error,
+                right ? "" : "  WRONG OUTPUT");
+  }
+}
+
+}  // namespace
+
+int main() {
+  if (const auto reason = labkit::why_no_gpu()) {
+    std::printf("SKIPPED: %s\n", reason->c_str());
+    return labkit::skip_exit_code;
+  }
+  std::printf("%s: SM clock %.0f MHz\n", labkit::current_device().name.c_str(), labkit::measure_sm_clock_mhz());
+  bench_shape(4096, 4096, 4096);
+  bench_shape(1024, 2048, 512);  // the OpenCL chapter's M=1024, P=512, N=2048
+  return 0;
+}

@@ -1,1 +1,321 @@
-#include <doctest/doctest.h>
+// Lab 04 checks: the student's sgemm against a double-precision dot product on every dataset
+// case, then its speed against the anchor each performance case names (naive-coalesced,
+// tiled or cublas: see sgemm_anchors.cuh).
+#include "sgemm.h"
+#include "sgemm_anchors.cuh"
+
+#include <labkit/lab.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace {
+
+using labkit::Case;
+using labkit::DeviceBuffer;
+
+struct Shape {
+  int m = 0, n = 0, k = 0;
+  float alpha = 1, beta = 0;
+};
+
+// `n` is the dataset's size field; m and k are lab parameters.
+Shape shape_of(const Case& c) {
+  return {int(c.integer("m")), int(c.n), int(c.integer("k")), float(c.number("alpha", 1)),
+          float(c.number("beta", 0))};
+}
+
+constexpr size_t guard_floats = 64;  // 256 bytes each side: the matrix keeps cudaMalloc's alignment
+constexpr uint32_t guard_bits = 0x7FC0DEADu;  // a quiet NaN: used if read, recognised if written
+
+float guard_value() {
+  float f;
+  std::memcpy(&f, &guard_bits, sizeof f);
+  return f;
+}
+
+bool is_guard(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits == guard_bits;
+}
+
+// A matrix on the device between two guard bands of NaN: reading past its ends poisons the
+// result and writing past them is detected.
+class GuardedMatrix {
+public:
+  explicit GuardedMatrix(const std::vector<float>& values)
+      : buffer_(with_guards(values)) {}
+  float* data() { return buffer_.data() + guard_floats; }
+  std::vector<float> download_with_guards() const { return buffer_.download(); }
+
+private:
+  static std::vector<float> with_guards(const std::vector<float>& values) {
+    std::vector<float> all(values.size() + 2 * guard_floats, guard_value());
+    std::copy(values.begin(), values.end(), all.begin() + guard_floats);
+    return all;
+  }
+  DeviceBuffer<float> buffer_;
+};
+
+struct Operands {
+  std::vector<float> a, b, c;  // c: C before the call (all NaN when beta is 0)
+};
+
+Operands make_operands(const Shape& s, labkit::InputSpec spec) {
+  Operands ops;
+  ops.a = labkit::generate<float>(size_t(s.m) * s.k, spec);
+  spec.seed += 1;
+  ops.b = labkit::generate<float>(size_t(s.k) * s.n, spec);
+  spec.seed += 1;
+  if (s.beta != 0)
+    ops.c = labkit::generate<float>(size_t(s.m) * s.n, spec);
+  else
+    ops.c.assign(size_t(s.m) * s.n, std::numeric_limits<float>::quiet_NaN());
+  return ops;
+}
+
+// One element of C worked out in double, with the tolerance an FP32 computation earns: the
+// dot product's rounding grows with k and the products' size, whatever the summation order.
+struct Expected {
+  double value = 0;
+  double tolerance = 0;
+  double dot = 0;  // A B alone, for naming alpha/beta mistakes
+};
+
+class HostReference {
+public:
+  HostReference(const Shape& s, const Operands& ops) : s_(s), ops_(ops), bt_(size_t(s.n) * s.k) {
+    for (int p = 0; p < s.k; ++p)
+      for (int col = 0; col < s.n; ++col) bt_[size_t(col) * s.k + p] = ops.b[size_t(p) * s.n + col];
+  }
+
+  Expected at(size_t index) const {
+    const size_t row = index / s_.n, col = index % s_.n;
+    const float* a_row = ops_.a.data() + row * s_.k;
+    const float* b_col = bt_.data() + col * s_.k;
+    double dot = 0, sum_of_squares = 0;
+    for (int p = 0; p < s_.k; ++p) {
+      const double product = double(a_row[p]) * double(b_col[p]);
+      dot += product;
+      sum_of_squares += product * product;
+    }
+    constexpr double unit_roundoff = 0x1.0p-24;
+    const double old_c = s_.beta != 0 ? double(ops_.c[index]) : 0.0;
+    const double value = double(s_.alpha) * dot + double(s_.beta) * old_c;
+    // 8 u sqrt(k * sum of squares) is ~20 standard deviations of a sequential FP32 sum's error,
+    // and a few hundred times smaller than what TF32 inputs cost.
+    const double tolerance = std::fabs(s_.alpha) * 8 * unit_roundoff * std::sqrt(s_.k * sum_of_squares) +
+                             4 * unit_roundoff * (std::fabs(s_.alpha * dot) + std::fabs(s_.beta * old_c)) +
+                             1e-30;
+    return {value, tolerance, dot};
+  }
+
+private:
+  Shape s_;
+  const Operands& ops_;
+  std::vector<float> bt_;
+};
+
+// Which elements of C are checked: all of them when that is cheap, otherwise the first and last
+// rows and columns (where edge tiles go wrong) and `random_count` positions fixed by the seed.
+std::vector<size_t> checked_positions(const Shape& s, uint64_t seed, size_t random_count) {
+  const size_t count = size_t(s.m) * s.n;
+  std::vector<size_t> positions;
+  if (double(count) * s.k <= double(1 << 27)) {
+    positions.resize(count);
+    for (size_t i = 0; i < count; ++i) positions[i] = i;
+    return positions;
+  }
+  for (int col = 0; col < s.n; ++col) {
+    positions.push_back(size_t(col));
+    positions.push_back(size_t(s.m - 1) * s.n + col);
+  }
+  for (int row = 0; row < s.m; ++row) {
+    positions.push_back(size_t(row) * s.n);
+    positions.push_back(size_t(row) * s.n + s.n - 1);
+  }
+  for (size_t i = 0; i < random_count; ++i) positions.push_back(labkit::splitmix64(seed + i) % count);
+  return positions;
+}
+
+struct Checked {
+  std::vector<size_t> positions;
+  std::vector<Expected> expected;
+};
+
+Checked work_out(const Shape& s, const Operands& ops, uint64_t seed, size_t random_count) {
+  Checked checked;
+  checked.positions = checked_positions(s, seed, random_count);
+  const HostReference reference(s, ops);
+  checked.expected.resize(checked.positions.size());
+  for (size_t i = 0; i < checked.positions.size(); ++i) checked.expected[i] = reference.at(checked.positions[i]);
+  return checked;
+}
+
+labkit::Comparison compare(const Checked& checked, const std::vector<float>& actual) {
+  labkit::Comparison result;
+  result.checked = checked.positions.size();
+  for (size_t i = 0; i < checked.positions.size(); ++i) {
+    const Expected& e = checked.expected[i];
+    const float got = actual[checked.positions[i]];
+    if (!std::isnan(got) && std::fabs(double(got) - e.value) <= e.tolerance) continue;
+    if (result.mismatches++ < labkit::mismatches_reported)
+      result.first.push_back({checked.positions[i], labkit::detail::show(float(e.value)), labkit::detail::show(got)});
+  }
+  return result;
+}
+
+// Does every checked element match `formula(dot, old C)` instead of alpha A B + beta C?
+template <class Formula>
+bool all_match(const Checked& checked, const Operands& ops, const Shape& s, const std::vector<float>& actual,
+               Formula formula) {
+  for (size_t i = 0; i < checked.positions.size(); ++i) {
+    const size_t at = checked.positions[i];
+    const double old_c = s.beta != 0 ? double(ops.c[at]) : 0.0;
+    const double want = formula(checked.expected[i].dot, old_c);
+    const double slack = checked.expected[i].tolerance + 4 * 0x1.0p-24 * std::fabs(want);
+    if (std::isnan(actual[at]) || std::fabs(double(actual[at]) - want) > slack) return false;
+  }
+  return true;
+}
+
+std::string scalar_mistake(const Checked& checked, const Operands& ops, const Shape& s, const std::vector<float>& c) {
+  const double alpha = s.alpha, beta = s.beta;
+  if (beta != 0 && all_match(checked, ops, s, c, [&](double dot, double) { return alpha * dot; }))
+    return "C came back as alpha*A*B: the beta*C term is missing";
+  if (alpha != 1 && all_match(checked, ops, s, c, [&](double dot, double old) { return dot + beta * old; }))
+    return "C came back as A*B + beta*C: alpha is not applied";
+  if (all_match(checked, ops, s, c, [](double dot, double old) { return dot + old; }))
+    return "C came back as A*B + C: alpha and beta are not applied";
+  if (all_match(checked, ops, s, c, [](double dot, double) { return dot; }))
+    return "C came back as A*B: alpha and beta are not applied";
+  return "";
+}
+
+bool tile_multiple(const Shape& s) { return s.m % 32 == 0 && s.n % 32 == 0 && s.k % 32 == 0; }
+
+// Names the likely mistake from the shape of the error.
+std::string diagnose(const Shape& s, const Operands& ops, const Checked& checked, const std::vector<float>& c,
+                     size_t guard_writes) {
+  if (guard_writes != 0)
+    return std::to_string(guard_writes) + " floats just outside C were overwritten: edge tiles read or "
+           "write outside the matrix (hint: store only where row < m and col < n)";
+  size_t nans = 0;
+  for (size_t at : checked.positions) nans += std::isnan(c[at]);
+  if (nans != 0 && s.beta == 0)
+    return "NaN in the output: C held NaN before the call and beta is 0, so C must not be read "
+           "(0 * NaN is NaN); if you do not read C, you read outside A or B, whose neighbours hold NaN";
+  if (nans != 0)
+    return "NaN in the output: edge tiles read or write outside the matrix (the memory just outside "
+           "A and B holds NaN; hint: load zeros past row m, column n and depth k)";
+  if (s.alpha != 1 || s.beta != 0) {
+    const std::string mistake = scalar_mistake(checked, ops, s, c);
+    if (!mistake.empty()) return mistake;
+  }
+  if (!tile_multiple(s))
+    return "correct on tile multiples only? edge tiles read or write outside the matrix (hint: m, n "
+           "and k here are not multiples of your tiles: the last tile in each direction is partial)";
+  return "wrong values (hint: check which row and column each thread owns, that every k contributes "
+         "exactly once, and that you accumulate in FP32, not TF32 or half precision)";
+}
+
+size_t count_guard_writes(const std::vector<float>& with_guards) {
+  size_t changed = 0;
+  for (size_t i = 0; i < guard_floats; ++i) {
+    changed += !is_guard(with_guards[i]);
+    changed += !is_guard(with_guards[with_guards.size() - 1 - i]);
+  }
+  return changed;
+}
+
+std::string locate_in(const Shape& s, size_t index) {
+  return "row " + std::to_string(index / s.n) + ", column " + std::to_string(index % s.n);
+}
+
+void check_sgemm(const Case& c) {
+  const Shape s = shape_of(c);
+  const Operands ops = make_operands(s, c.input);
+  GuardedMatrix d_a(ops.a), d_b(ops.b), d_c(ops.c);
+  labkit::student<decltype(sgemm)>("sgemm")(s.m, s.n, s.k, s.alpha, d_a.data(), d_b.data(), s.beta, d_c.data(),
+                                           nullptr);
+  CUDA_CHECK_KERNELS(nullptr);
+
+  const std::vector<float> with_guards = d_c.download_with_guards();
+  const std::vector<float> actual(with_guards.begin() + guard_floats, with_guards.end() - guard_floats);
+  const Checked checked = work_out(s, ops, c.input.seed, 4096);
+  const labkit::Comparison comparison = compare(checked, actual);
+  const size_t guard_writes = count_guard_writes(with_guards);
+  const bool ok = comparison.ok() && guard_writes == 0;
+  labkit::verdict(c, ok,
+                  ok ? "" : diagnose(s, ops, checked, actual, guard_writes) + ". " +
+                                comparison.describe([&](size_t i) { return locate_in(s, i); }));
+}
+
+// Two inputs of the same shape alternate between samples, so a function that replays an
+// earlier answer is caught by the check after timing.
+struct PerfInputs {
+  explicit PerfInputs(const Case& c) : shape(shape_of(c)), d_c(size_t(shape.m) * shape.n) {
+    for (int variant = 0; variant < 2; ++variant) {
+      labkit::InputSpec spec = c.input;
+      spec.seed += 10 * variant;
+      const Operands ops = make_operands(shape, spec);
+      checked.push_back(work_out(shape, ops, spec.seed, 1024));
+      d_a.emplace_back(ops.a);
+      d_b.emplace_back(ops.b);
+    }
+  }
+  Shape shape;
+  std::vector<Checked> checked;
+  std::vector<DeviceBuffer<float>> d_a, d_b;
+  DeviceBuffer<float> d_c;
+  int current = 0;
+};
+
+labkit::PerfSubject perf_subject(sgemm_anchors::SgemmFn* fn, PerfInputs& in) {
+  return {{[fn, &in](cudaStream_t stream) {
+             const Shape& s = in.shape;
+             fn(s.m, s.n, s.k, s.alpha, in.d_a[in.current].data(), in.d_b[in.current].data(), s.beta,
+                in.d_c.data(), stream);
+           },
+           [&in](int sample) {
+             in.current = sample < 0 ? 0 : sample % 2;
+             in.d_c.poison();
+           }},
+          [&in] { return compare(in.checked[in.current], in.d_c.download()).describe(); }};
+}
+
+// Minimum traffic: A and B read once, C written once (and read first when beta != 0).
+double bytes_moved(const Shape& s) {
+  const double c_passes = s.beta != 0 ? 2 : 1;
+  return sizeof(float) * (double(s.m) * s.k + double(s.k) * s.n + c_passes * s.m * s.n);
+}
+
+}  // namespace
+
+TEST_SUITE("correctness") {
+  TEST_CASE("sgemm matches a double-precision dot product") {
+    for (const Case& c : labkit::dataset().correctness) {
+      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_sgemm(c); }); }
+    }
+  }
+}
+
+TEST_SUITE("performance") {
+  TEST_CASE("sgemm speed against the anchor of each rung") {
+    for (const Case& c : labkit::dataset().performance) {
+      SUBCASE(c.name.c_str()) {
+        // Performance cases use beta = 0: C is poisoned before every sample.
+        const std::string anchor_name = c.has("anchor") ? c.params.at("anchor") : "cublas";
+        PerfInputs inputs(c);
+        const Shape& s = inputs.shape;
+        std::printf("%s: %dx%dx%d (m x n x k), %.1f GFLOP, ratio = %s time / your time\n", c.name.c_str(), s.m,
+                    s.n, s.k, 2e-9 * s.m * s.n * s.k, anchor_name.c_str());
+        labkit::measure_performance(c, bytes_moved(s),
+                                    perf_subject(labkit::student<decltype(sgemm)>("sgemm"), inputs),
+                                    perf_subject(sgemm_anchors::by_name(anchor_name), inputs));
+      }
+    }
+  }
+}
