@@ -71,7 +71,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "change every case's inputs (same cases, new random data)");
   CLI::App* lab_command = app.add_subcommand("lab", "grade the labs named (number, name or folder)");
   lab_command->add_option("labs", lab_keys, "e.g. 01, histogram or 01-histogram")->required();
-  app.add_subcommand("all", "grade every lab");
+  CLI::App* all_command = app.add_subcommand("all", "grade every lab");
+  // Flags may come before or after the subcommand: `grade lab 01 --solution` works too.
+  lab_command->fallthrough();
+  all_command->fallthrough();
   CLI11_PARSE(app, argc, argv);
 
   try {
