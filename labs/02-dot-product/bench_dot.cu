@@ -1,1 +1,135 @@
-int main() { return 77; }
+// Lab 02 benchmark: the reference dot product beside CUB (the library anchor) and the
+// chapter's kernel, with GB/s and % of the device's measured read bandwidth. Not a test: it
+// prints numbers for people to read.
+//
+// Two CUB figures: TransformReduce over the products a[i] * b[i] does the lab's exact job;
+// Sum over one array of 2n ints reads the same bytes with the simplest possible access
+// pattern, the ceiling a reduction can hope for.
+#include "dot.h"
+
+#include <labkit/buffer.h>
+#include <labkit/device.h>
+#include <labkit/generators.h>
+#include <labkit/timing.h>
+
+#include <cub/device/device_reduce.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+namespace {
+
+using labkit::DeviceBuffer;
+
+// The chapter's kernel with both of its flaws repaired (threads past n contribute zero
+// and still reach the barrier; blocks combine with atomicAdd), at any block size up to 256.
+__global__ void chapter_repaired_kernel(const int32_t* a, const int32_t* b, size_t n, unsigned long long* result) {
+  __shared__ long long products[256];
+  const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  products[threadIdx.x] = i < n ? (long long)a[i] * b[i] : 0;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  long long block_sum = 0;
+  for (unsigned t = 0; t < blockDim.x; ++t) block_sum += products[t];
+  atomicAdd(result, (unsigned long long)block_sum);
+}
+
+struct Product {
+  const int32_t* a;
+  const int32_t* b;
+  __device__ int64_t operator()(int64_t i) const { return int64_t(a[i]) * b[i]; }
+};
+
+struct Plus {
+  __device__ int64_t operator()(int64_t x, int64_t y) const { return int64_t(uint64_t(x) + uint64_t(y)); }
+};
+
+using Run = std::function<void(const int32_t*, const int32_t*, size_t, int64_t*, cudaStream_t)>;
+
+struct Variant {
+  const char* name;
+  Run run;
+  bool computes_dot = true;  // false for the ceiling, which sums other numbers
+};
+
+Run chapter_repaired(int threads_per_block) {
+  return [threads_per_block](const int32_t* a, const int32_t* b, size_t n, int64_t* result, cudaStream_t stream) {
+    cudaMemsetAsync(result, 0, sizeof(int64_t), stream);
+    const size_t blocks = (n + threads_per_block - 1) / threads_per_block;
+    chapter_repaired_kernel<<<blocks, threads_per_block, 0, stream>>>(a, b, n,
+                                                                     reinterpret_cast<unsigned long long*>(result));
+  };
+}
+
+size_t cub_scratch_bytes(size_t n) {
+  size_t transform_bytes = 0, sum_bytes = 0;
+  cub::DeviceReduce::TransformReduce(nullptr, transform_bytes, thrust::counting_iterator<int64_t>(0),
+                                     static_cast<int64_t*>(nullptr), int64_t(n), Plus{}, Product{}, int64_t(0));
+  cub::DeviceReduce::Sum(nullptr, sum_bytes, static_cast<const int32_t*>(nullptr), static_cast<int64_t*>(nullptr),
+                         int64_t(2 * n));
+  return std::max(transform_bytes, sum_bytes);
+}
+
+std::vector<Variant> variants(DeviceBuffer<uint8_t>& scratch) {
+  return {
+      {"reference solution", dot},
+      {"cub TransformReduce a*b",
+       [&scratch](const int32_t* a, const int32_t* b, size_t n, int64_t* result, cudaStream_t stream) {
+         size_t bytes = scratch.size();
+         cub::DeviceReduce::TransformReduce(scratch.data(), bytes, thrust::counting_iterator<int64_t>(0), result,
+                                            int64_t(n), Plus{}, Product{a, b}, int64_t(0), stream);
+       }},
+      {"cub Sum, 2n ints (ceiling)",
+       [&scratch](const int32_t* a, const int32_t*, size_t n, int64_t* result, cudaStream_t stream) {
+         // a and b are the two halves of one buffer: reads the same bytes, answer differs.
+         size_t bytes = scratch.size();
+         cub::DeviceReduce::Sum(scratch.data(), bytes, a, result, int64_t(2 * n), stream);
+       },
+       false},
+      {"chapter, repaired, 256 thr", chapter_repaired(256)},
+      {"chapter, repaired, 32 thr", chapter_repaired(32)},
+  };
+}
+
+void bench_case(const char* label, size_t n, double peak_gbps) {
+  // One allocation holding a then b, so "cub Sum" can read both as one array.
+  const auto a = labkit::generate<int32_t>(n, {labkit::Distribution::uniform, 42, -100, 100});
+  const auto b = labkit::generate<int32_t>(n, {labkit::Distribution::uniform, 43, -100, 100});
+  std::vector<int32_t> both(a);
+  both.insert(both.end(), b.begin(), b.end());
+  int64_t expected = 0;
+  for (size_t i = 0; i < n; ++i) expected += int64_t(a[i]) * b[i];
+
+  DeviceBuffer<int32_t> inputs(both);
+  DeviceBuffer<int64_t> result(1);
+  DeviceBuffer<uint8_t> scratch(cub_scratch_bytes(n));
+  const double bytes_read = 2.0 * sizeof(int32_t) * double(n);
+
+  for (const Variant& v : variants(scratch)) {
+    const labkit::TimingStats t = labkit::time_call(
+        {[&](cudaStream_t stream) { v.run(inputs.data(), inputs.data() + n, n, result.data(), stream); },
+         [&](int) { result.poison(); }});
+    const bool right = !v.computes_dot || result.download()[0] == expected;
+    const double gbps = bytes_read / (t.ms.median * 1e-3) / 1e9;
+    std::printf("%-12s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", label, v.name,
+                t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.count, 100 * t.ms.relative_error,
+                right ? "" : "  WRONG OUTPUT");
+  }
+}
+
+}  // namespace
+
+int main() {
+  if (const auto reason = labkit::why_no_gpu()) {
+    std::printf("SKIPPED: %s\n", reason->c_str());
+    return labkit::skip_exit_code;
+  }
+  const double peak = labkit::measured_read_bandwidth_gbps();
+  std::printf("%s: measured read bandwidth %.0f GB/s, SM clock %.0f MHz; GB/s counts the 8 bytes read per element\n",
+              labkit::current_device().name.c_str(), peak, labkit::measure_sm_clock_mhz());
+  bench_case("n = 2^26", size_t(1) << 26, peak);
+  bench_case("n = 2^28", size_t(1) << 28, peak);
+  return 0;
+}

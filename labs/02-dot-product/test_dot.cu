@@ -1,1 +1,243 @@
-#include <doctest/doctest.h>
+// Lab 02 checks: the student's dot product against an exact CPU sum, each case run several
+// times (a race shows up as answers that change between runs); the arg-max exercise against
+// std::max_element; then the dot product's speed against the reference solution's.
+#include "dot.h"
+
+#include <labkit/lab.h>
+
+#include <algorithm>
+#include <set>
+
+namespace {
+
+using labkit::Case;
+using labkit::DeviceBuffer;
+constexpr uint64_t poison_u64 = 0x0101010101010101ull * labkit::poison_byte;
+constexpr size_t warp_size = 32;
+
+// ---- inputs -----------------------------------------------------------------------------
+
+// b is drawn like a, from another seed. A case may start a or b a few elements past an
+// aligned address (offset_a, offset_b), to test that wide loads cope with any pointer the
+// contract allows.
+struct DotInputs {
+  std::vector<int32_t> a, b;  // with the offsets' leading elements included
+  size_t offset_a = 0, offset_b = 0;
+};
+
+DotInputs make_dot_inputs(const Case& c, uint64_t seed_shift = 0) {
+  DotInputs in;
+  in.offset_a = size_t(c.integer("offset_a", 0));
+  in.offset_b = size_t(c.integer("offset_b", 0));
+  labkit::InputSpec spec = c.input;
+  spec.seed += seed_shift;
+  in.a = labkit::generate<int32_t>(c.n + in.offset_a, spec);
+  spec.seed = labkit::splitmix64(spec.seed ^ 0xB0B0B0B0ull);
+  in.b = labkit::generate<int32_t>(c.n + in.offset_b, spec);
+  return in;
+}
+
+// Wrapping 64-bit arithmetic, exactly as the contract states the result.
+uint64_t cpu_dot(const DotInputs& in, size_t n) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += uint64_t(int64_t(in.a[in.offset_a + i]) * in.b[in.offset_b + i]);
+  return sum;
+}
+
+// What common slips would have produced, to name them when the answer matches one.
+struct NarrowAnswers {
+  uint64_t products_in_32_bits = 0;  // int32 * int32 wrapped to 32 bits, then widened
+  uint64_t sum_in_32_bits = 0;       // right products, sum kept in an int32
+};
+
+NarrowAnswers narrow_answers(const DotInputs& in, size_t n) {
+  NarrowAnswers r;
+  uint32_t sum32 = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t p = int64_t(in.a[in.offset_a + i]) * in.b[in.offset_b + i];
+    r.products_in_32_bits += uint64_t(int64_t(int32_t(uint32_t(p))));
+    sum32 += uint32_t(p);
+  }
+  r.sum_in_32_bits = uint64_t(int64_t(int32_t(sum32)));
+  return r;
+}
+
+// ---- shared-memory junk ---------------------------------------------------------------
+// Shared memory is not cleared between kernels, but what a kernel finds there depends on
+// what ran before it. Filling every SM's shared memory with poison bytes before each call
+// makes a read of a slot no thread wrote give the same wrong answer every time, instead
+// of passing by luck where the slot happened to hold a zero.
+__global__ void fill_shared_memory_kernel(uint32_t pattern, size_t words) {
+  extern __shared__ uint32_t shared[];
+  for (size_t i = threadIdx.x; i < words; i += blockDim.x) shared[i] = pattern;
+  __syncthreads();
+  // Keep the stores: a shared word the kernel never reads could otherwise be dropped.
+  if (shared[(threadIdx.x * 7919u) % words] != pattern) __trap();
+}
+
+void fill_shared_memory_with_poison() {
+  static const size_t bytes = [] {
+    const size_t optin = labkit::current_device().shared_memory_per_block_optin;
+    CUDA_CHECK(cudaFuncSetAttribute(fill_shared_memory_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(optin)));
+    return optin;
+  }();
+  const int blocks = 2 * labkit::current_device().sm_count;  // at least one on every SM
+  fill_shared_memory_kernel<<<blocks, 1024, bytes>>>(0x01010101u * labkit::poison_byte, bytes / sizeof(uint32_t));
+  CUDA_CHECK_KERNELS(nullptr);
+}
+
+// ---- dot: correctness ------------------------------------------------------------------
+
+std::string show(uint64_t value) { return std::to_string(int64_t(value)); }
+
+// Names the likely mistake from what the runs returned.
+std::string diagnose_dot(const DotInputs& in, size_t n, uint64_t expected, const std::vector<uint64_t>& results) {
+  const std::set<uint64_t> distinct(results.begin(), results.end());
+  const uint64_t wrong = *std::find_if(results.begin(), results.end(), [&](uint64_t r) { return r != expected; });
+  std::string message = "expected " + show(expected) + ", got " + show(wrong);
+  const bool ragged = n % warp_size != 0;
+  if (distinct.count(poison_u64))
+    return message + ": *d_result still holds what it held before the call (the checks fill it with 0xA5 "
+                     "bytes); dot must overwrite it, for every n including 0";
+  if (distinct.size() > 1)
+    return message + "; the " + std::to_string(results.size()) + " runs gave " + std::to_string(distinct.size()) +
+           " different answers: a race: blocks overwrite each other's sums (hint: `*d_result += x` by many "
+           "blocks at once is a read, an add and a write, and another block can write in between; see the "
+           "README's table of atomic functions)" +
+           (ragged ? ". Fix that first; n = " + std::to_string(n) +
+                         " is not a multiple of 32, so also make sure threads past n take no part"
+                   : "");
+  const NarrowAnswers narrow = narrow_answers(in, n);
+  if (wrong == narrow.products_in_32_bits)
+    return message + ", the answer you get when each product is computed in 32 bits: a[i] * b[i] "
+                     "overflows int32 here (hint: widen before multiplying, not after)";
+  if (wrong == narrow.sum_in_32_bits)
+    return message + ", the answer you get when the sum is kept in 32 bits: this sum needs 64 bits "
+                     "(hint: every partial sum, per thread, per block and across blocks, must be 64-bit)";
+  if (ragged)
+    return message + ", the same on every run, and n = " + std::to_string(n) +
+           " is not a multiple of the block size: threads past n still take part (hint: a thread that "
+           "returns early never fills its shared-memory slot, which holds junk, yet the block's sum "
+           "reads it; and a __syncthreads() that some threads of the block never reach is undefined)";
+  return message + ", the same on every run";
+}
+
+void check_dot(const Case& c) {
+  const DotInputs in = make_dot_inputs(c);
+  const uint64_t expected = cpu_dot(in, c.n);
+  DeviceBuffer<int32_t> d_a(in.a), d_b(in.b);
+  DeviceBuffer<int64_t> d_result(1);
+  auto* dot_fn = labkit::student<decltype(dot)>("dot");
+
+  std::vector<uint64_t> results;
+  for (long long run = 0; run < c.integer("repeats", 5); ++run) {
+    fill_shared_memory_with_poison();
+    d_result.poison();
+    dot_fn(d_a.data() + in.offset_a, d_b.data() + in.offset_b, c.n, d_result.data(), nullptr);
+    CUDA_CHECK_KERNELS(nullptr);
+    results.push_back(uint64_t(d_result.download()[0]));
+  }
+  const bool ok = std::all_of(results.begin(), results.end(), [&](uint64_t r) { return r == expected; });
+  labkit::verdict(c, ok, ok ? "" : diagnose_dot(in, c.n, expected, results));
+}
+
+// ---- argmax: correctness ---------------------------------------------------------------
+
+std::string diagnose_argmax(const std::vector<int32_t>& in, int64_t expected, int64_t actual) {
+  const std::string message = "expected index " + std::to_string(expected) + ", got " + std::to_string(actual);
+  if (uint64_t(actual) == poison_u64)
+    return message + ": *d_index still holds what it held before the call (the checks fill it with 0xA5 bytes)";
+  if (actual < 0 || size_t(actual) >= in.size())
+    return message + ", which is not an index of the input (n = " + std::to_string(in.size()) + ")";
+  if (in[actual] == in[expected])
+    return message + ", which holds the largest value too, but the contract asks for the smallest such "
+                     "index (hint: ties are a race as well: the last thread to write wins, unless the "
+                     "comparison itself prefers the smaller index)";
+  return message + ", which holds " + std::to_string(in[actual]) + ", not the largest value " +
+         std::to_string(in[expected]) + ": value and index were updated by separate operations and another "
+         "thread got in between (hint: one atomic operation must update both at once; which atomic "
+         "functions work on 64-bit words?)";
+}
+
+void check_argmax(const Case& c) {
+  if (c.n == 0) throw std::invalid_argument("argmax cases need n >= 1");
+  const std::vector<int32_t> in = labkit::generate<int32_t>(c.n, c.input);
+  const int64_t expected = std::max_element(in.begin(), in.end()) - in.begin();
+  DeviceBuffer<int32_t> d_in(in);
+  DeviceBuffer<int64_t> d_index(1);
+  auto* argmax_fn = labkit::student<decltype(argmax)>("argmax");
+
+  for (long long run = 0; run < c.integer("repeats", 5); ++run) {
+    d_index.poison();
+    argmax_fn(d_in.data(), c.n, d_index.data(), nullptr);
+    CUDA_CHECK_KERNELS(nullptr);
+    const int64_t actual = d_index.download()[0];
+    if (actual != expected) {
+      labkit::verdict(c, false, diagnose_argmax(in, expected, actual) + " (run " + std::to_string(run + 1) + ")");
+      return;
+    }
+  }
+  labkit::verdict(c, true);
+}
+
+// ---- dot: performance ------------------------------------------------------------------
+
+// Two inputs of the same distribution and size alternate between samples, so a function
+// that replays an earlier answer is caught by the check after timing.
+struct PerfInputs {
+  explicit PerfInputs(const Case& c) {
+    for (uint64_t variant = 0; variant < 2; ++variant) {
+      const DotInputs host = make_dot_inputs(c, variant);
+      expected.push_back(cpu_dot(host, c.n));
+      a.emplace_back(host.a);
+      b.emplace_back(host.b);
+    }
+  }
+  std::vector<uint64_t> expected;
+  std::vector<DeviceBuffer<int32_t>> a, b;
+  int current = 0;
+};
+
+labkit::PerfSubject perf_subject(decltype(dot)* fn, const Case& c, PerfInputs& inputs, DeviceBuffer<int64_t>& result) {
+  return {{[fn, &c, &inputs, &result](cudaStream_t stream) {
+             fn(inputs.a[inputs.current].data(), inputs.b[inputs.current].data(), c.n, result.data(), stream);
+           },
+           [&inputs, &result](int sample) {
+             inputs.current = sample < 0 ? 0 : sample % 2;
+             result.poison();
+           }},
+          [&inputs, &result]() -> std::string {
+            const uint64_t actual = uint64_t(result.download()[0]);
+            const uint64_t expected = inputs.expected[inputs.current];
+            return actual == expected ? "" : "expected " + show(expected) + ", got " + show(actual);
+          }};
+}
+
+bool is_argmax_case(const Case& c) { return c.has("exercise") && c.params.at("exercise") == "argmax"; }
+
+}  // namespace
+
+TEST_SUITE("correctness") {
+  TEST_CASE("dot matches an exact CPU sum on every run; argmax matches std::max_element") {
+    for (const Case& c : labkit::dataset().correctness) {
+      SUBCASE(c.name.c_str()) {
+        labkit::run_case(c, [&] { is_argmax_case(c) ? check_argmax(c) : check_dot(c); });
+      }
+    }
+  }
+}
+
+TEST_SUITE("performance") {
+  TEST_CASE("dot throughput against the reference") {
+    for (const Case& c : labkit::dataset().performance) {
+      SUBCASE(c.name.c_str()) {
+        PerfInputs inputs(c);
+        DeviceBuffer<int64_t> result(1);
+        const double bytes_read = 2.0 * sizeof(int32_t) * double(c.n);
+        labkit::measure_performance(c, bytes_read,
+                                    perf_subject(labkit::student<decltype(dot)>("dot"), c, inputs, result),
+                                    perf_subject(labkit::reference<decltype(dot)>("dot"), c, inputs, result));
+      }
+    }
+  }
+}
