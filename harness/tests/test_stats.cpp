@@ -1,0 +1,50 @@
+#include "labkit/stats.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+TEST_SUITE("stats") {
+  TEST_CASE("summary of a known sample") {
+    const auto s = labkit::summarize({4, 1, 3, 2});
+    CHECK(s.count == 4);
+    CHECK(s.median == doctest::Approx(2.5));
+    CHECK(s.min == 1);
+    CHECK(s.mean == doctest::Approx(2.5));
+    CHECK(s.stdev == doctest::Approx(std::sqrt(5.0 / 3.0)));
+    CHECK(s.relative_error == doctest::Approx(std::sqrt(5.0 / 3.0) / 2.0 / 2.5));
+  }
+
+  TEST_CASE("stopping rule: at least the minimum, then until 0.5% or a cap") {
+    const labkit::StoppingRule rule;  // 0.5%, 10 samples, 2 s
+    std::vector<double> steady(5, 1.0);
+    CHECK_FALSE(labkit::should_stop(rule, labkit::summarize(steady), 0.1));  // too few
+    steady.resize(10, 1.0);
+    CHECK(labkit::should_stop(rule, labkit::summarize(steady), 0.1));  // no spread at all
+
+    std::vector<double> noisy;
+    for (int i = 0; i < 10; ++i) noisy.push_back(i % 2 ? 1.0 : 1.2);  // about 3% error
+    CHECK_FALSE(labkit::should_stop(rule, labkit::summarize(noisy), 0.1));
+    CHECK(labkit::should_stop(rule, labkit::summarize(noisy), 5.0));  // time cap
+    for (int i = 0; i < 400; ++i) noisy.push_back(i % 2 ? 1.0 : 1.2);  // error shrinks as 1/sqrt(n)
+    CHECK(labkit::should_stop(rule, labkit::summarize(noisy), 0.1));
+  }
+
+  TEST_CASE("points follow the curve between the zero- and full-credit ratios") {
+    const double no_noise = 0;
+    CHECK(labkit::ratio_points(0.04, 0.05, 0.8, 15, no_noise) == 0);
+    CHECK(labkit::ratio_points(0.05, 0.05, 0.8, 15, no_noise) == 0);
+    CHECK(labkit::ratio_points(0.425, 0.05, 0.8, 15, no_noise) == doctest::Approx(7.5));
+    CHECK(labkit::ratio_points(0.8, 0.05, 0.8, 15, no_noise) == 15);
+    CHECK(labkit::ratio_points(3.0, 0.05, 0.8, 15, no_noise) == 15);
+    CHECK(labkit::ratio_points(-1, 0.05, 0.8, 15, no_noise) == 0);
+    CHECK(labkit::ratio_points(std::nan(""), 0.05, 0.8, 15, no_noise) == 0);
+  }
+
+  TEST_CASE("a ratio within noise of the full-credit ratio gets full credit") {
+    const double noise = labkit::ratio_noise(0.005, 0.005);
+    CHECK(noise >= 0.03);
+    CHECK(labkit::ratio_points(0.78, 0.05, 0.8, 15, noise) == 15);
+    CHECK(labkit::ratio_points(0.5, 0.05, 0.8, 15, noise) < 15);
+  }
+}
