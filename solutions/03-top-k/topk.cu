@@ -3,17 +3,21 @@
 // Instead of keeping sorted arrays per thread (the chapter: O(k) work per element, k capped
 // by shared memory), it finds the k-th largest value digit by digit, as a radix sort would
 // sort, but keeps only the one bucket that holds it:
-//  1. Pass 0 reads all n values once and histograms their top 11 bits. The last block to
-//     finish picks the bucket that holds the k-th largest: everything above it is in the
-//     top k, everything below it is out.
+//  0. A sample pass histograms the top 11 bits of 1/16 of the input and picks the bucket
+//     holding the sample's k-th largest. At least k values of the input lie at or above
+//     that bucket (the sample is part of the input), so the answer lies there too.
+//  1. Pass 0 reads all n values once, histograms their top 11 bits and, on the way, copies
+//     the values at or above the sample's bucket to a prefilter buffer (a few times k plus
+//     one bucket, n / 2048, on spread-out data). The last block to finish picks the bucket
+//     that holds the k-th largest: everything above it is in the top k, everything below out.
 //  2. Passes 1 and 2 write the values above the chosen bucket straight to the result, copy
 //     the chosen bucket's values to a small candidate buffer and histogram their next
-//     digit (11, then 10 bits). Pass 1 reads the input a second time; pass 2 reads only
-//     the candidates (about n / 2048 of them on spread-out data).
+//     digit (11, then 10 bits). They read the prefilter buffer, not the input, unless it
+//     overflowed (few distinct values); pass 2 reads only pass 1's candidates.
 //  3. Pass 3 knows the k-th largest value exactly: it writes the rest of the values above
 //     it and as many copies of it as are still missing, then sorts the k results.
 // Every decision is made on the GPU by the last block of a pass (no round trip to the host),
-// so the whole call is five launches on the stream and reads the input about twice.
+// so the whole call is six launches on the stream and usually reads the input once and 1/16.
 #include "topk.h"
 
 #include <cub/block/block_scan.cuh>
@@ -34,6 +38,9 @@ constexpr int threads = TopkTuning::threads_per_block;
 constexpr int items_per_thread = TopkTuning::items_per_thread;
 constexpr int bin_count = 2048;  // 11-bit digits: 11 + 11 + 10 bits make the 32-bit key
 constexpr int digit_count = 3;
+// The sample: runs of 512 consecutive values (coalesced), one run in every 16.
+constexpr size_t sample_run = 512;
+constexpr size_t sample_period = 16 * sample_run;
 static_assert(bin_count % threads == 0, "each thread scans whole groups of bins when selecting");
 
 // Keys compare as unsigned integers in the same order as the int32 values: flipping the sign
@@ -58,9 +65,15 @@ struct SelectState {
   uint32_t winner_count;      // values known to be in the top k, written to `unsorted`
   uint32_t tie_count;         // copies of the k-th largest value seen by pass 3
   uint32_t blocks_done[digit_count + 1];
+  uint32_t sample_histogram[bin_count];
+  uint32_t sample_blocks_done;
+  uint32_t prefilter_on;      // the sample held k values: pass 0 copies those at or above
+  uint32_t prefilter_bucket;  // this digit-0 bucket to `prefiltered`
+  uint32_t prefilter_count;   // values pass 0 wanted to copy (more than capacity: overflow)
 };
 
 struct Buffers {
+  int32_t* prefiltered;
   int32_t* candidates[2];
   uint32_t capacity;  // of each candidate buffer; a larger bucket is re-read from the input
   int32_t* unsorted;  // the k results, before the final sort
@@ -126,29 +139,44 @@ __device__ bool is_last_block(uint32_t* blocks_done, unsigned blocks) {
   return last;
 }
 
-// Finds the bin of `digit` that holds the k_remaining-th largest key among those that start
-// with the prefix, scanning the bins from the top, and narrows the prefix to it.
-__device__ void select_bucket(SelectState* state, int digit, uint32_t k_remaining, uint32_t capacity) {
+struct BucketChoice {
+  uint32_t bin;
+  uint32_t above;  // keys in higher bins
+  uint32_t count;  // keys in the bin
+};
+
+// The bin that holds the rank-th largest key of `histogram`, scanning from the top bin.
+// Block-wide; every thread gets the answer. Requires rank <= the histogram's total.
+__device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank) {
   using BlockScan = cub::BlockScan<uint32_t, threads>;
   __shared__ typename BlockScan::TempStorage scan_storage;
+  __shared__ BucketChoice choice;
   constexpr int bins_per_thread = bin_count / threads;
   uint32_t counts[bins_per_thread];
   uint32_t thread_total = 0;
   for (int j = 0; j < bins_per_thread; ++j) {
-    counts[j] = __ldcg(&state->histogram[digit][bin_count - 1 - (threadIdx.x * bins_per_thread + j)]);
+    counts[j] = __ldcg(&histogram[bin_count - 1 - (threadIdx.x * bins_per_thread + j)]);
     thread_total += counts[j];
   }
-  uint32_t above = 0;  // keys in higher bins
+  uint32_t above = 0;
   BlockScan(scan_storage).ExclusiveSum(thread_total, above);
   for (int j = 0; j < bins_per_thread; ++j) {
-    const uint32_t bin = bin_count - 1 - (threadIdx.x * bins_per_thread + j);
-    if (above < k_remaining && above + counts[j] >= k_remaining) {  // exactly one thread
-      state->prefix |= bin << digit_shift(digit);
-      state->k_remaining = k_remaining - above;
-      if (digit < 2) state->buffered[digit] = counts[j] <= capacity;
-    }
+    if (above < rank && above + counts[j] >= rank)  // exactly one thread
+      choice = {bin_count - 1 - (threadIdx.x * bins_per_thread + j), above, counts[j]};
     above += counts[j];
   }
+  __syncthreads();
+  return choice;
+}
+
+// Narrows the prefix to the bin of `digit` that holds the k_remaining-th largest key among
+// those that start with it.
+__device__ void select_bucket(SelectState* state, int digit, uint32_t k_remaining, uint32_t capacity) {
+  const BucketChoice choice = find_bucket(state->histogram[digit], k_remaining);
+  if (threadIdx.x != 0) return;
+  state->prefix |= choice.bin << digit_shift(digit);
+  state->k_remaining = k_remaining - choice.above;
+  if (digit < 2) state->buffered[digit] = choice.count <= capacity;
 }
 
 // Sorts unsorted[0..k) largest first into out, k <= block_sort_capacity (bitonic network).
@@ -175,19 +203,54 @@ __device__ void block_sort_descending(const int32_t* unsorted, uint32_t k, int32
   for (uint32_t i = threadIdx.x; i < k; i += threads) out[i] = keys[i];
 }
 
-__global__ void __launch_bounds__(threads)
-    top_digit_histogram_kernel(const int32_t* in, size_t n, uint32_t k, SelectState* state, uint32_t capacity) {
+__host__ __device__ size_t sample_size(size_t n) {
+  const size_t tail = n % sample_period;
+  return n / sample_period * sample_run + (tail < sample_run ? tail : sample_run);
+}
+
+// Histograms digit 0 of the sample; the last block picks the prefilter bucket.
+__global__ void __launch_bounds__(threads) sample_histogram_kernel(const int32_t* in, size_t n, uint32_t k,
+                                                                   SelectState* state) {
+  __shared__ uint32_t histogram[bin_count];
+  const size_t count = sample_size(n);
+  const unsigned blocks = active_blocks(count);
+  if (blockIdx.x >= blocks) return;
+  zero_histogram(histogram);
+  __syncthreads();
+  for (size_t s = size_t(blockIdx.x) * threads + threadIdx.x; s < count; s += size_t(blocks) * threads) {
+    const size_t i = s / sample_run * sample_period + s % sample_run;
+    atomicAdd(&histogram[digit_of(to_key(in[i]), 0)], 1u);
+  }
+  __syncthreads();
+  flush_histogram(histogram, state->sample_histogram);
+  if (!is_last_block(&state->sample_blocks_done, blocks) || count < k) return;
+  const BucketChoice choice = find_bucket(state->sample_histogram, k);
+  if (threadIdx.x == 0) {
+    state->prefilter_bucket = choice.bin;
+    state->prefilter_on = 1;
+  }
+}
+
+__global__ void __launch_bounds__(threads) top_digit_histogram_kernel(const int32_t* in, size_t n, uint32_t k,
+                                                                      SelectState* state, Buffers buffers) {
   __shared__ uint32_t histogram[bin_count];
   const unsigned blocks = active_blocks(n);
   if (blockIdx.x >= blocks) return;
+  const bool prefilter = state->prefilter_on;
+  const uint32_t prefilter_bucket = state->prefilter_bucket;
   zero_histogram(histogram);
   __syncthreads();
   for_each_key(in, n, blocks, [&](uint32_t key, bool valid) {
     if (valid) atomicAdd(&histogram[digit_of(key, 0)], 1u);
+    if (prefilter) {
+      const bool keep = valid && digit_of(key, 0) >= prefilter_bucket;
+      const uint32_t slot = warp_append_slot(keep, &state->prefilter_count);
+      if (keep && slot < buffers.capacity) buffers.prefiltered[slot] = to_value(key);
+    }
   });
   __syncthreads();
   flush_histogram(histogram, state->histogram[0]);
-  if (is_last_block(&state->blocks_done[0], blocks)) select_bucket(state, 0, k, capacity);
+  if (is_last_block(&state->blocks_done[0], blocks)) select_bucket(state, 0, k, buffers.capacity);
 }
 
 // Pass 1 or 2: sends the values above the chosen bucket to the result, copies the bucket's
@@ -197,9 +260,11 @@ __global__ void __launch_bounds__(threads)
     narrow_pass_kernel(const int32_t* in, size_t n, SelectState* state, Buffers buffers) {
   static_assert(Pass == 1 || Pass == 2, "passes 1 and 2 narrow; pass 0 and 3 have their own kernels");
   __shared__ uint32_t histogram[bin_count];
+  // Pass 1 reads the prefilter buffer when it holds every value at or above the chosen bucket.
+  const bool from_prefilter = Pass == 1 && state->prefilter_on && state->prefilter_count <= buffers.capacity;
   const bool from_buffer = Pass == 2 && state->buffered[0];
-  const int32_t* src = from_buffer ? buffers.candidates[0] : in;
-  const size_t count = from_buffer ? state->candidate_count[0] : n;
+  const int32_t* src = from_buffer ? buffers.candidates[0] : from_prefilter ? buffers.prefiltered : in;
+  const size_t count = from_buffer ? state->candidate_count[0] : from_prefilter ? state->prefilter_count : n;
   const unsigned blocks = active_blocks(count);
   if (blockIdx.x >= blocks) return;
 
@@ -255,13 +320,13 @@ __global__ void __launch_bounds__(threads) gather_kernel(const int32_t* in, size
 
 // One temporary allocation, carved into the pieces the passes need.
 struct Workspace {
-  size_t state_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, total = 0;
+  size_t state_offset = 0, prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, total = 0;
   size_t sort_bytes = 0;
   uint32_t capacity = 0;
 
   Workspace(size_t n, int k) {
-    // Spread-out data leaves ~n/2048 values in a bucket; a bucket above n/16 (few distinct
-    // values) is cheaper to re-read from the input than to copy.
+    // Spread-out data leaves ~n/2048 values in a bucket (the prefilter 16 k more); a bucket
+    // above n/16 (few distinct values) is cheaper to re-read from the input than to copy.
     const size_t floor = size_t(1) << 16;
     capacity = uint32_t(n < floor ? n : (n / 16 > floor ? n / 16 : floor));
     if (k > TopkTuning::block_sort_capacity)
@@ -273,6 +338,7 @@ struct Workspace {
       return at;
     };
     state_offset = take(sizeof(SelectState));
+    prefiltered_offset = take(capacity * sizeof(int32_t));
     candidates_offset[0] = take(capacity * sizeof(int32_t));
     candidates_offset[1] = take(capacity * sizeof(int32_t));
     unsorted_offset = take(size_t(k) * sizeof(int32_t));
@@ -320,7 +386,8 @@ extern "C" void topk(const int32_t* d_in, size_t n, int k, int32_t* d_out, cudaS
   if (cudaMallocAsync(&workspace, plan.total, stream) != cudaSuccess) return;  // the error stays visible
 
   auto* state = reinterpret_cast<SelectState*>(workspace + plan.state_offset);
-  const Buffers buffers{{reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[0]),
+  const Buffers buffers{reinterpret_cast<int32_t*>(workspace + plan.prefiltered_offset),
+                        {reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[0]),
                          reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[1])},
                         plan.capacity,
                         reinterpret_cast<int32_t*>(workspace + plan.unsorted_offset)};
@@ -328,7 +395,8 @@ extern "C" void topk(const int32_t* d_in, size_t n, int k, int32_t* d_out, cudaS
   const unsigned grid = grid_size();
 
   cudaMemsetAsync(state, 0, sizeof(SelectState), stream);
-  top_digit_histogram_kernel<<<grid, threads, 0, stream>>>(d_in, n, uint32_t(k), state, plan.capacity);
+  sample_histogram_kernel<<<grid, threads, 0, stream>>>(d_in, n, uint32_t(k), state);
+  top_digit_histogram_kernel<<<grid, threads, 0, stream>>>(d_in, n, uint32_t(k), state, buffers);
   narrow_pass_kernel<1><<<grid, threads, 0, stream>>>(d_in, n, state, buffers);
   narrow_pass_kernel<2><<<grid, threads, 0, stream>>>(d_in, n, state, buffers);
   gather_kernel<<<grid, threads, 0, stream>>>(d_in, n, uint32_t(k), state, buffers, d_out, sort_in_block);
