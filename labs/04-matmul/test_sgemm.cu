@@ -6,6 +6,7 @@
 
 #include <labkit/lab.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -81,7 +82,8 @@ Operands make_operands(const Shape& s, labkit::InputSpec spec) {
 struct Expected {
   double value = 0;
   double tolerance = 0;
-  double dot = 0;  // A B alone, for naming alpha/beta mistakes
+  double dot = 0;    // A B alone, for naming alpha/beta mistakes
+  double scale = 0;  // the size of what was summed, for telling rounding from wrong terms
 };
 
 class HostReference {
@@ -109,7 +111,8 @@ public:
     const double tolerance = std::fabs(s_.alpha) * 8 * unit_roundoff * std::sqrt(s_.k * sum_of_squares) +
                              4 * unit_roundoff * (std::fabs(s_.alpha * dot) + std::fabs(s_.beta * old_c)) +
                              1e-30;
-    return {value, tolerance, dot};
+    const double scale = std::fabs(s_.alpha) * std::sqrt(s_.k * sum_of_squares) + std::fabs(s_.beta * old_c);
+    return {value, tolerance, dot, scale};
   }
 
 private:
@@ -196,17 +199,32 @@ std::string scalar_mistake(const Checked& checked, const Operands& ops, const Sh
 
 bool tile_multiple(const Shape& s) { return s.m % 32 == 0 && s.n % 32 == 0 && s.k % 32 == 0; }
 
+// Most elements a little off, none by much: the signature of rounding coarser than FP32 (TF32
+// keeps 10 bits of mantissa: errors near 2^-11 of the terms' size), not of a missing or extra term.
+bool low_precision(const Checked& checked, const std::vector<float>& c) {
+  size_t off = 0;
+  double worst = 0;
+  for (size_t i = 0; i < checked.positions.size(); ++i) {
+    const Expected& e = checked.expected[i];
+    const double error = std::fabs(double(c[checked.positions[i]]) - e.value);
+    if (error <= e.tolerance) continue;
+    ++off;
+    worst = std::max(worst, e.scale > 0 ? error / e.scale : INFINITY);
+  }
+  return off * 4 > checked.positions.size() && worst < 0x1.0p-9;
+}
+
 // Names the likely mistake from the shape of the error.
 std::string diagnose(const Shape& s, const Operands& ops, const Checked& checked, const std::vector<float>& c,
-                     size_t guard_writes) {
+                     size_t guard_writes, bool nan_from_c) {
   if (guard_writes != 0)
     return std::to_string(guard_writes) + " floats just outside C were overwritten: edge tiles read or "
            "write outside the matrix (hint: store only where row < m and col < n)";
   size_t nans = 0;
   for (size_t at : checked.positions) nans += std::isnan(c[at]);
-  if (nans != 0 && s.beta == 0)
+  if (nans != 0 && nan_from_c)
     return "NaN in the output: C held NaN before the call and beta is 0, so C must not be read "
-           "(0 * NaN is NaN); if you do not read C, you read outside A or B, whose neighbours hold NaN";
+           "(0 * NaN is NaN; with C zeroed the NaN goes away)";
   if (nans != 0)
     return "NaN in the output: edge tiles read or write outside the matrix (the memory just outside "
            "A and B holds NaN; hint: load zeros past row m, column n and depth k)";
@@ -214,6 +232,9 @@ std::string diagnose(const Shape& s, const Operands& ops, const Checked& checked
     const std::string mistake = scalar_mistake(checked, ops, s, c);
     if (!mistake.empty()) return mistake;
   }
+  if (low_precision(checked, c))
+    return "values are close but not FP32-accurate (errors like TF32 or half-precision rounding): "
+           "multiply and accumulate in FP32, without tensor cores";
   if (!tile_multiple(s))
     return "correct on tile multiples only? edge tiles read or write outside the matrix (hint: m, n "
            "and k here are not multiples of your tiles: the last tile in each direction is partial)";
@@ -234,6 +255,19 @@ std::string locate_in(const Shape& s, size_t index) {
   return "row " + std::to_string(index / s.n) + ", column " + std::to_string(index % s.n);
 }
 
+// Runs the student again with C zeroed instead of NaN: if the checked outputs are then free of
+// NaN, the NaN came from reading C, not from reading outside A or B.
+bool nan_goes_away_with_zero_c(const Shape& s, GuardedMatrix& d_a, GuardedMatrix& d_b, const Checked& checked) {
+  GuardedMatrix d_c(std::vector<float>(size_t(s.m) * s.n, 0.f));
+  labkit::student<decltype(sgemm)>("sgemm")(s.m, s.n, s.k, s.alpha, d_a.data(), d_b.data(), s.beta, d_c.data(),
+                                           nullptr);
+  CUDA_CHECK_KERNELS(nullptr);
+  const std::vector<float> with_guards = d_c.download_with_guards();
+  for (size_t at : checked.positions)
+    if (std::isnan(with_guards[guard_floats + at])) return false;
+  return true;
+}
+
 void check_sgemm(const Case& c) {
   const Shape s = shape_of(c);
   const Operands ops = make_operands(s, c.input);
@@ -248,8 +282,9 @@ void check_sgemm(const Case& c) {
   const labkit::Comparison comparison = compare(checked, actual);
   const size_t guard_writes = count_guard_writes(with_guards);
   const bool ok = comparison.ok() && guard_writes == 0;
+  const bool nan_from_c = !ok && s.beta == 0 && nan_goes_away_with_zero_c(s, d_a, d_b, checked);
   labkit::verdict(c, ok,
-                  ok ? "" : diagnose(s, ops, checked, actual, guard_writes) + ". " +
+                  ok ? "" : diagnose(s, ops, checked, actual, guard_writes, nan_from_c) + ". " +
                                 comparison.describe([&](size_t i) { return locate_in(s, i); }));
 }
 
