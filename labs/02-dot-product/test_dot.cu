@@ -13,7 +13,6 @@ namespace {
 using labkit::Case;
 using labkit::DeviceBuffer;
 constexpr uint64_t poison_u64 = 0x0101010101010101ull * labkit::poison_byte;
-constexpr size_t warp_size = 32;
 
 // ---- inputs -----------------------------------------------------------------------------
 
@@ -90,55 +89,101 @@ void fill_shared_memory_with_poison() {
 
 std::string show(uint64_t value) { return std::to_string(int64_t(value)); }
 
-// Names the likely mistake from what the runs returned.
-std::string diagnose_dot(const DotInputs& in, size_t n, uint64_t expected, const std::vector<uint64_t>& results) {
+constexpr size_t padding_multiple = 1024;  // a multiple of any block size a student picks
+
+// Runs the student's dot `repeats` times on `in`, each time after poisoning the output and
+// shared memory, and returns what each run wrote.
+std::vector<uint64_t> run_dot(const Case& c, const DotInputs& in, size_t n) {
+  DeviceBuffer<int32_t> d_a(in.a), d_b(in.b);
+  DeviceBuffer<int64_t> d_result(1);
+  auto* dot_fn = labkit::student<decltype(dot)>("dot");
+  std::vector<uint64_t> results;
+  for (long long run = 0; run < c.integer("repeats", 5); ++run) {
+    fill_shared_memory_with_poison();
+    d_result.poison();
+    dot_fn(d_a.data() + in.offset_a, d_b.data() + in.offset_b, n, d_result.data(), nullptr);
+    CUDA_CHECK_KERNELS(nullptr);
+    results.push_back(uint64_t(d_result.download()[0]));
+  }
+  return results;
+}
+
+// The same sum over n rounded up to a multiple of 1024, the extra elements zero.
+DotInputs padded_with_zeros(const DotInputs& in, size_t padded_n) {
+  DotInputs padded = in;
+  padded.a.resize(in.offset_a + padded_n, 0);
+  padded.b.resize(in.offset_b + padded_n, 0);
+  return padded;
+}
+
+// True when `wrong` is the sum of one aligned chunk of `block` products alone: what is left
+// when every block reads the same starting value and the last block's write wins.
+bool is_one_chunk_sum(const DotInputs& in, size_t n, uint64_t wrong) {
+  for (size_t block = 32; block <= 1024; block *= 2)
+    for (size_t start = 0; start < n; start += block) {
+      uint64_t chunk = 0;
+      for (size_t i = start; i < std::min(n, start + block); ++i)
+        chunk += uint64_t(int64_t(in.a[in.offset_a + i]) * in.b[in.offset_b + i]);
+      if (chunk == wrong) return true;
+    }
+  return false;
+}
+
+const char* race_hint =
+    "a race: blocks overwrite each other's sums (hint: `*d_result += x` by many blocks at once is a read, an "
+    "add and a write, and another block can write in between; see the README's table of atomic functions)";
+
+// Names the likely mistake for runs over n elements, n a multiple of 1024.
+std::string diagnose_whole_blocks(const DotInputs& in, size_t n, uint64_t expected,
+                                  const std::vector<uint64_t>& results) {
   const std::set<uint64_t> distinct(results.begin(), results.end());
   const uint64_t wrong = *std::find_if(results.begin(), results.end(), [&](uint64_t r) { return r != expected; });
-  std::string message = "expected " + show(expected) + ", got " + show(wrong);
-  const bool ragged = n % warp_size != 0;
-  if (distinct.count(poison_u64))
-    return message + ": *d_result still holds what it held before the call (the checks fill it with 0xA5 "
-                     "bytes); dot must overwrite it, for every n including 0";
   if (distinct.size() > 1)
-    return message + "; the " + std::to_string(results.size()) + " runs gave " + std::to_string(distinct.size()) +
-           " different answers: a race: blocks overwrite each other's sums (hint: `*d_result += x` by many "
-           "blocks at once is a read, an add and a write, and another block can write in between; see the "
-           "README's table of atomic functions)" +
-           (ragged ? ". Fix that first; n = " + std::to_string(n) +
-                         " is not a multiple of 32, so also make sure threads past n take no part"
-                   : "");
+    return "the " + std::to_string(results.size()) + " runs gave " + std::to_string(distinct.size()) +
+           " different answers: " + race_hint;
   const NarrowAnswers narrow = narrow_answers(in, n);
   if (wrong == narrow.products_in_32_bits)
-    return message + ", the answer you get when each product is computed in 32 bits: a[i] * b[i] "
-                     "overflows int32 here (hint: widen before multiplying, not after)";
+    return "that is the answer you get when each product is computed in 32 bits: a[i] * b[i] overflows int32 "
+           "here (hint: widen before multiplying, not after)";
   if (wrong == narrow.sum_in_32_bits)
-    return message + ", the answer you get when the sum is kept in 32 bits: this sum needs 64 bits "
-                     "(hint: every partial sum, per thread, per block and across blocks, must be 64-bit)";
-  if (ragged)
-    return message + ", the same on every run, and n = " + std::to_string(n) +
-           " is not a multiple of the block size: threads past n still take part (hint: a thread that "
-           "returns early never fills its shared-memory slot, which holds junk, yet the block's sum "
-           "reads it; and a __syncthreads() that some threads of the block never reach is undefined)";
-  return message + ", the same on every run";
+    return "that is the answer you get when the sum is kept in 32 bits: this sum needs 64 bits (hint: every "
+           "partial sum, per thread, per block and across blocks, must be 64-bit)";
+  if (n <= (size_t(1) << 26) && is_one_chunk_sum(in, n, wrong))
+    return std::string("the same on every run, and equal to the sum of one block's elements alone: ") + race_hint +
+           " (here every block read the same starting value, so the last write won)";
+  return "the same on every run";
+}
+
+// Names the likely mistake from what the runs returned. A case whose n is not a multiple of
+// 1024 runs again on its inputs padded with zeros to one: if that is right, the trouble is
+// the threads past n; if not, the padded runs are diagnosed instead, free of that question.
+std::string diagnose_dot(const Case& c, const DotInputs& in, uint64_t expected, const std::vector<uint64_t>& results) {
+  const uint64_t wrong = *std::find_if(results.begin(), results.end(), [&](uint64_t r) { return r != expected; });
+  const std::string message = "expected " + show(expected) + ", got " + show(wrong);
+  if (std::count(results.begin(), results.end(), poison_u64) != 0)
+    return message + ": *d_result still holds what it held before the call (the checks fill it with 0xA5 "
+                     "bytes); dot must overwrite it, for every n including 0";
+  if (c.n % padding_multiple == 0) return message + ": " + diagnose_whole_blocks(in, c.n, expected, results);
+
+  const size_t padded_n = (c.n + padding_multiple - 1) / padding_multiple * padding_multiple;
+  const DotInputs padded = padded_with_zeros(in, padded_n);
+  const std::vector<uint64_t> padded_results = run_dot(c, padded, padded_n);
+  const std::string padded_label = "the same inputs padded with zeros to n = " + std::to_string(padded_n);
+  if (std::all_of(padded_results.begin(), padded_results.end(), [&](uint64_t r) { return r == expected; }))
+    return message + "; " + padded_label + " give the right answer every time, so it goes wrong only when n (" +
+           std::to_string(c.n) + ") is not a multiple of the block size: threads past n still take part (hint: "
+           "a thread that returns early never fills its shared-memory slot, which holds junk, yet the block's "
+           "sum reads it; and a __syncthreads() that some threads of the block never reach is undefined)";
+  return message + "; on " + padded_label + ": " + diagnose_whole_blocks(padded, padded_n, expected, padded_results) +
+         ". Fix that first, then check that threads past n take no part";
 }
 
 void check_dot(const Case& c) {
   const DotInputs in = make_dot_inputs(c);
   const uint64_t expected = cpu_dot(in, c.n);
-  DeviceBuffer<int32_t> d_a(in.a), d_b(in.b);
-  DeviceBuffer<int64_t> d_result(1);
-  auto* dot_fn = labkit::student<decltype(dot)>("dot");
-
-  std::vector<uint64_t> results;
-  for (long long run = 0; run < c.integer("repeats", 5); ++run) {
-    fill_shared_memory_with_poison();
-    d_result.poison();
-    dot_fn(d_a.data() + in.offset_a, d_b.data() + in.offset_b, c.n, d_result.data(), nullptr);
-    CUDA_CHECK_KERNELS(nullptr);
-    results.push_back(uint64_t(d_result.download()[0]));
-  }
+  const std::vector<uint64_t> results = run_dot(c, in, c.n);
   const bool ok = std::all_of(results.begin(), results.end(), [&](uint64_t r) { return r == expected; });
-  labkit::verdict(c, ok, ok ? "" : diagnose_dot(in, c.n, expected, results));
+  labkit::verdict(c, ok, ok ? "" : diagnose_dot(c, in, expected, results));
 }
 
 // ---- argmax: correctness ---------------------------------------------------------------
