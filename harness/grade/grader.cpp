@@ -1,11 +1,15 @@
 #include "grader.h"
 
 #include "labkit/dataset.h"
+#include "labkit/device.h"
 #include "labkit/stats.h"
 #include "labkit_build_config.h"
 #include "process.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <regex>
 #include <iostream>
 #include <map>
 
@@ -80,14 +84,61 @@ bool build_module(const LabSpec& lab, const std::string& student_dir, const Tool
   return outcome.exit_code == 0 && !outcome.timed_out;
 }
 
+// Signs of a library in the staged sources (an include) or in the compiled module (its
+// mangled namespace, or a link to it).
+struct LibrarySigns {
+  const char* name;
+  std::regex include;
+  std::vector<std::string> in_module;
+};
+
+const std::vector<LibrarySigns>& library_signs() {
+  static const std::vector<LibrarySigns> signs = {
+      {"cub", std::regex(R"(#\s*include\s*[<"]cub/)"), {"N3cub"}},
+      {"thrust", std::regex(R"(#\s*include\s*[<"]thrust/)"), {"N6thrust"}},
+      {"cublas", std::regex(R"(#\s*include\s*[<"]cublas)"), {"libcublas", "cublasSgemm", "cublasGemmEx"}},
+  };
+  return signs;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The first forbidden library the lab's rubric names that the submission uses, with where it
+// was seen; empty when none.
+std::string forbidden_use(const LabSpec& lab, const fs::path& lab_work) {
+  const std::string module = read_file(lab_work / "module.so");
+  for (const LibrarySigns& library : library_signs()) {
+    if (std::find(lab.forbidden.begin(), lab.forbidden.end(), library.name) == lab.forbidden.end()) continue;
+    for (const std::string& file : lab.student_files)
+      if (std::regex_search(read_file(lab_work / "src" / file), library.include))
+        return std::string(library.name) + " (included in " + file + ")";
+    for (const std::string& sign : library.in_module)
+      if (module.find(sign) != std::string::npos)
+        return std::string(library.name) + " (found in the compiled code: " + sign + ")";
+  }
+  return {};
+}
+
 struct RunOutcome {
   ChildOutcome child;
   Reports reports;
 };
 
-RunOutcome run_checks(const LabSpec& lab, const Toolchain& tc, const GradeOptions& options,
-                      const fs::path& lab_work, const std::vector<std::string>& filters,
+// What every run of one lab's checks shares.
+struct RunContext {
+  const LabSpec& lab;
+  const Toolchain& tc;
+  const GradeOptions& options;
+  fs::path lab_work;
+  int gpu;
+};
+
+RunOutcome run_checks(const RunContext& context, const std::vector<std::string>& filters,
                       const std::string& log_name, int wall_seconds) {
+  const auto& [lab, tc, options, lab_work, gpu] = context;
   const fs::path build_labs = fs::path(tc.build_root) / "labs";
   std::vector<std::string> argv = {
       (build_labs / ("lab-" + lab.dir + "-runner")).string(),
@@ -100,6 +151,7 @@ RunOutcome run_checks(const LabSpec& lab, const Toolchain& tc, const GradeOption
   argv.insert(argv.end(), filters.begin(), filters.end());
   const std::string token = random_token();
   ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (lab_work / log_name).string(), {}, true, token};
+  if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
   RunOutcome run;
   run.child = run_child(request, {wall_seconds, 2 * wall_seconds});
   run.reports = parse_reports(run.child.result_lines, token);
@@ -167,13 +219,12 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
 // After a crash or hang, each case that had not reported runs again in a process of its own,
 // so one bad case does not zero the rest of the lab. A case that still says nothing is
 // recorded as failed with what happened to its process.
-void rerun_missing(const LabSpec& lab, const Toolchain& tc, const GradeOptions& options,
-                   const fs::path& lab_work, const labkit::Dataset& dataset, Reports& reports) {
+void rerun_missing(const RunContext& context, const labkit::Dataset& dataset, Reports& reports) {
+  const LabSpec& lab = context.lab;
   const int per_case_seconds = std::max(60, lab.time_limit_seconds / 4);
   auto rerun = [&](const std::string& name, std::map<std::string, std::vector<json>>& records) {
     if (records.count(name)) return;
-    RunOutcome alone = run_checks(lab, tc, options, lab_work, {"--subcase=" + name},
-                                  "rerun-" + name + ".log", per_case_seconds);
+    RunOutcome alone = run_checks(context, {"--subcase=" + name}, "rerun-" + name + ".log", per_case_seconds);
     merge(reports, alone.reports);
     if (!records.count(name))
       records[name].push_back({{"passed", false}, {"output_ok", false},
@@ -181,7 +232,7 @@ void rerun_missing(const LabSpec& lab, const Toolchain& tc, const GradeOptions& 
                                                " before this case reported"}});
   };
   for (const labkit::Case& c : dataset.correctness) rerun(c.name, reports.correctness);
-  if (options.performance)
+  if (context.options.performance)
     for (const PerformanceRubric& p : lab.performance) rerun(p.case_name, reports.performance);
 }
 
@@ -200,32 +251,44 @@ std::string find_student_dir(const LabSpec& lab, const std::string& base) {
   return {};
 }
 
-LabResult grade_lab(const LabSpec& lab, const std::string& student_dir, const Toolchain& toolchain,
-                    const GradeOptions& options) {
-  LabResult result{lab.id, lab.name, lab.title};
-  const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
-  const fs::path lab_work = fs::path(options.work_dir) / lab.dir;
-  fs::create_directories(lab_work);
+static LabResult empty_result(const LabSpec& lab) { return LabResult{lab.id, lab.name, lab.title}; }
 
-  if (student_dir.empty()) {
+// Scores a lab that never ran: every case at zero, with the reason as its message.
+static void score_unrun(const LabSpec& lab, LabResult& result) {
+  score_correctness(lab, labkit::load_dataset(lab.dataset), {}, result.note, result);
+  score_performance(lab, {}, result.note, result);
+  add_totals(result);
+}
+
+bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result) {
+  const LabSpec& lab = *job.lab;
+  result = empty_result(lab);
+  fs::create_directories(job.work_dir);
+  if (job.student_dir.empty()) {
     result.status = LabStatus::missing_files;
-    result.note = "student files not found (expected: " + lab.student_files.front() + " ...): lab not graded";
-  } else if (!build_module(lab, student_dir, toolchain, lab_work, result.build_log)) {
+    result.note = "student files not found (expected: " + lab.student_files.front() + "): lab not graded";
+  } else if (!build_module(lab, job.student_dir, toolchain, job.work_dir, result.build_log)) {
     result.status = LabStatus::build_failed;
     result.note = "your files did not compile; the compiler's messages are below";
+  } else if (const std::string found = forbidden_use(lab, job.work_dir); !found.empty()) {
+    result.status = LabStatus::forbidden;
+    result.note = "forbidden library: " + found + " (this lab teaches that kernel: write it yourself)";
   }
-  if (result.status != LabStatus::graded) {
-    score_correctness(lab, dataset, {}, result.note, result);
-    score_performance(lab, {}, result.note, result);
-    add_totals(result);
-    return result;
-  }
+  if (result.status == LabStatus::graded) return true;
+  score_unrun(lab, result);
+  return false;
+}
 
-  RunOutcome run = run_checks(lab, toolchain, options, lab_work, {}, "run.log", lab.time_limit_seconds);
+void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options, int gpu,
+             LabResult& result) {
+  const LabSpec& lab = *job.lab;
+  const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
+  const RunContext context{lab, toolchain, options, job.work_dir, gpu};
+  RunOutcome run = run_checks(context, {}, "run.log", lab.time_limit_seconds);
   result.run_log = run.child.output_tail;
   result.device = run.reports.device;
   std::string problem;
-  if (run.reports.skipped || run.child.exit_code == 77) {
+  if (run.reports.skipped || run.child.exit_code == labkit::skip_exit_code) {
     result.status = LabStatus::not_run;
     result.note = "not run: " + (run.reports.skip_reason.empty() ? "no CUDA device" : run.reports.skip_reason);
     problem = result.note;
@@ -235,14 +298,22 @@ LabResult grade_lab(const LabSpec& lab, const std::string& student_dir, const To
     problem = result.note;
   } else if (!run.reports.done || run.child.timed_out || run.child.signal != 0) {
     result.status = LabStatus::run_failed;
-    result.note = "the checks stopped early: the process " + run.child.describe() +
+    const std::string what = run.child.exit_code == labkit::context_lost_exit_code
+                                 ? "hit a CUDA error that left the GPU unusable (see the failed case)"
+                                 : run.child.describe();
+    result.note = "the checks stopped early: the process " + what +
                   "; cases that had not reported were run again one at a time";
-    problem = "the process " + run.child.describe() + " before this case reported";
-    rerun_missing(lab, toolchain, options, lab_work, dataset, run.reports);
+    problem = "the process " + what + " before this case reported";
+    rerun_missing(context, dataset, run.reports);
   }
   score_correctness(lab, dataset, run.reports, problem, result);
   score_performance(lab, run.reports, problem, result);
   add_totals(result);
+}
+
+LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options) {
+  LabResult result;
+  if (build_lab(job, toolchain, result)) run_lab(job, toolchain, options, -1, result);
   return result;
 }
 

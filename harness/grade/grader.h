@@ -21,16 +21,32 @@ struct Toolchain {
 Toolchain configured_toolchain();  // what Meson recorded at configure time
 
 struct GradeOptions {
-  std::uint64_t seed = 0;       // mixed into every case's inputs
-  bool performance = true;      // run the performance cases
-  std::string work_dir;         // where staged sources, modules and logs go
+  std::uint64_t seed = 0;   // mixed into every case's inputs (with the instructor's secret)
+  bool performance = true;  // run the performance cases
+};
+
+// One lab of one submission.
+struct LabJob {
+  const LabSpec* lab = nullptr;
+  std::string who;          // the submission's name
+  std::string student_dir;  // where its files for this lab are; empty when missing
+  std::string work_dir;     // staged sources, the compiled module, logs
 };
 
 // Where a lab's student files are: `base/labs/NN-name/`, `base/NN-name/` or `base/` itself
 // (a clone of the kit, or the files alone). Empty when none holds them all.
 std::string find_student_dir(const LabSpec& lab, const std::string& base);
 
-LabResult grade_lab(const LabSpec& lab, const std::string& student_dir, const Toolchain& toolchain,
-                    const GradeOptions& options);
+// Stage 1, on a CPU core: stage and compile the student's files, and look for forbidden
+// libraries. Returns false when there is nothing to run; `result` then says why.
+bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result);
+
+// Stage 2, on the GPU numbered `gpu` (-1: whichever the runtime picks): run the checks and
+// score what they report.
+void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options, int gpu,
+             LabResult& result);
+
+// Both stages, one after the other.
+LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options);
 
 }  // namespace grade

@@ -1,11 +1,19 @@
 // labkit-grade: the `grade` command. The `./grade` launcher at the repository root builds
 // this program (and the lab runners) with Meson, then runs it.
+#include "batch.h"
 #include "catalog.h"
+#include "exports.h"
 #include "grader.h"
 #include "model.h"
 
+#include "labkit/generators.h"
+
 #include <CLI/CLI.hpp>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -56,19 +64,60 @@ void list_labs(const std::vector<grade::LabSpec>& labs) {
   }
 }
 
+// The instructor's secret (LABKIT_SECRET, or the file --secret-file names) changes every
+// input the students' code sees, so outputs hard-coded from the public seeds fail. Child
+// processes never see it, only the seed derived from it.
+std::uint64_t secret_seed(const std::string& secret_file) {
+  std::string secret;
+  if (!secret_file.empty()) {
+    std::ifstream in(secret_file);
+    if (!in) throw std::runtime_error("cannot read the secret file " + secret_file);
+    std::getline(in, secret);
+  } else if (const char* from_environment = std::getenv("LABKIT_SECRET")) {
+    secret = from_environment;
+  }
+  std::uint64_t h = 0;
+  for (unsigned char c : secret) h = labkit::splitmix64(h ^ c);
+  return h;
+}
+
+void print_batch_summary(const std::vector<grade::Report>& reports, double seconds, std::size_t labs_graded,
+                         const fs::path& out) {
+  for (const grade::Report& r : reports) {
+    std::printf("%-24s %6.1f / %.0f", r.who.c_str(), r.points, r.max_points);
+    for (const grade::LabResult& lab : r.labs)
+      if (lab.status != grade::LabStatus::graded) std::printf("  [lab %s: %s]", lab.id.c_str(), to_string(lab.status).c_str());
+    std::printf("\n");
+  }
+  std::printf("\n%zu submissions; %zu lab-submissions graded in %.0f s", reports.size(), labs_graded, seconds);
+  if (labs_graded > 0 && seconds > 0) std::printf(" (%.0f lab-submissions per hour)", 3600.0 * double(labs_graded) / seconds);
+  std::printf("\nGradebook: %s/gradebook.csv; also junit.xml, students/, gradescope/\n", out.string().c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Builds and grades the CUDA lab kit's labs on this machine's GPU."};
   app.footer(exit_code_help);
-  bool solution = false, as_json = false, list = false, skip_performance = false;
+  bool solution = false, as_json = false, list = false, skip_performance = false, fresh = false;
   std::uint64_t seed = 0;
   std::vector<std::string> lab_keys;
+  std::string submissions_dir, out_dir, secret_file;
+  int jobs = std::max(1u, std::thread::hardware_concurrency());
+  int gpus = 0;
   app.add_flag("--solution", solution, "grade the reference solutions instead of the student files");
   app.add_flag("--json", as_json, "print the report as JSON instead of text");
   app.add_flag("--list", list, "list the labs and exit");
   app.add_flag("--no-performance", skip_performance, "run the correctness cases only");
   app.add_option("--seed", seed, "change every case's inputs (same cases, new random data)");
+  app.add_option("--submissions", submissions_dir,
+                 "grade every subfolder of DIR as one student's submission (a clone of the kit or the "
+                 "student files alone)")->check(CLI::ExistingDirectory);
+  app.add_option("--out", out_dir, "where a batch's gradebook goes (default grading/reports/<DIR's name>)");
+  app.add_option("--jobs", jobs, "compiles in parallel (default: the CPU cores)");
+  app.add_option("--gpus", gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
+  app.add_option("--secret-file", secret_file, "instructor secret mixed into every seed (or set LABKIT_SECRET)");
+  app.add_flag("--fresh", fresh, "grade a batch again even where nothing changed");
   CLI::App* lab_command = app.add_subcommand("lab", "grade the labs named (number, name or folder)");
   lab_command->add_option("labs", lab_keys, "e.g. 01, histogram or 01-histogram")->required();
   CLI::App* all_command = app.add_subcommand("all", "grade every lab");
@@ -91,26 +140,42 @@ int main(int argc, char** argv) {
     else
       chosen = catalog;
 
-    grade::Report report;
-    report.who = solution ? "solution" : "student";
-    report.mode = solution ? "reference solutions" : "student files";
-    const std::string base = solution ? toolchain.source_root + "/solutions" : toolchain.source_root;
-    grade::GradeOptions options{seed, !skip_performance,
-                                (fs::path(toolchain.build_root) / "grade" / report.who).string()};
-    for (const grade::LabSpec& lab : chosen) {
-      std::cerr << "grade: lab " << lab.id << " " << lab.name << ": building and running its checks...\n";
-      report.labs.push_back(grade::grade_lab(lab, grade::find_student_dir(lab, base), toolchain, options));
-    }
-    grade::add_totals(report);
+    grade::BatchOptions options;
+    options.grade = {labkit::mix_seeds(seed, secret_seed(secret_file)), !skip_performance};
+    options.build_workers = jobs;
+    options.gpu_count = gpus > 0 ? gpus : grade::count_gpus();
+    const fs::path reports_root = fs::path(toolchain.source_root) / "grading" / "reports";
+    grade::stop_children_on_interrupt();
 
-    const fs::path reports = fs::path(toolchain.source_root) / "grading" / "reports";
-    write_file(reports / (report.who + ".json"), grade::to_json(report).dump(2));
-    write_file(reports / (report.who + ".md"), grade::to_markdown(report, true));
+    if (!submissions_dir.empty()) {
+      const fs::path name = fs::path(submissions_dir).lexically_normal().filename();
+      const fs::path out = out_dir.empty() ? reports_root / name : fs::path(out_dir);
+      options.work_dir = (fs::path(toolchain.build_root) / "grade" / "batch" / name).string();
+      options.reuse_saved = !fresh;
+      const auto submissions = grade::find_submissions(submissions_dir);
+      const auto started = std::chrono::steady_clock::now();
+      const auto reports = grade::grade_batch(submissions, chosen, toolchain, options);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      grade::write_batch_outputs(reports, chosen, out.string());
+      print_batch_summary(reports, seconds, grade::graded_this_run(), out);
+      int worst = exit_all_passed;
+      for (const auto& report : reports) worst = std::max(worst, exit_status(report));
+      return worst == exit_kit_fault ? exit_kit_fault : exit_all_passed;
+    }
+
+    const std::string who = solution ? "solution" : "student";
+    const std::string base = solution ? toolchain.source_root + "/solutions" : toolchain.source_root;
+    options.work_dir = (fs::path(toolchain.build_root) / "grade" / who).string();
+    options.progress = false;
+    std::cerr << "grade: building and running the checks of " << chosen.size() << " lab(s)...\n";
+    grade::Report report = grade::grade_batch({{who, base}}, chosen, toolchain, options).front();
+    report.mode = solution ? "reference solutions" : "student files";
+    write_file(reports_root / (who + ".json"), grade::to_json(report).dump(2));
+    write_file(reports_root / (who + ".md"), grade::to_markdown(report, true));
     if (as_json)
       std::cout << grade::to_json(report).dump(2) << "\n";
     else
-      std::cout << grade::to_text(report, true) << "\nReports: " << (reports / report.who).string()
-                << ".{json,md}\n";
+      std::cout << grade::to_text(report, true) << "\nReports: " << (reports_root / who).string() << ".{json,md}\n";
     return exit_status(report);
   } catch (const std::exception& error) {
     std::cerr << "grade: the kit failed: " << error.what() << "\n";

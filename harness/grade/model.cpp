@@ -11,6 +11,7 @@ std::string to_string(LabStatus status) {
   switch (status) {
     case LabStatus::graded: return "graded";
     case LabStatus::build_failed: return "build failed";
+    case LabStatus::forbidden: return "forbidden library";
     case LabStatus::missing_files: return "missing files";
     case LabStatus::run_failed: return "run failed";
     case LabStatus::not_run: return "not run";
@@ -68,19 +69,37 @@ std::size_t count_passed(const LabResult& lab, const char* kind, std::size_t& to
 
 }  // namespace
 
+json to_json(const LabResult& lab) {
+  json cases = json::array();
+  for (const CaseResult& c : lab.cases)
+    cases.push_back({{"name", c.name}, {"kind", c.kind}, {"hidden", c.hidden}, {"ran", c.ran},
+                     {"passed", c.passed}, {"message", c.message}, {"points", c.points},
+                     {"max_points", c.max_points}, {"timing", c.timing}});
+  return {{"id", lab.id}, {"name", lab.name}, {"title", lab.title}, {"status", to_string(lab.status)},
+          {"note", lab.note}, {"build_log", lab.build_log}, {"run_log", lab.run_log}, {"device", lab.device},
+          {"points", lab.points}, {"max_points", lab.max_points}, {"cases", cases}};
+}
+
+LabResult lab_from_json(const json& j) {
+  LabResult lab{j.at("id"), j.at("name"), j.at("title")};
+  const std::string status = j.at("status");
+  for (LabStatus s : {LabStatus::graded, LabStatus::build_failed, LabStatus::forbidden, LabStatus::missing_files,
+                      LabStatus::run_failed, LabStatus::not_run, LabStatus::kit_fault})
+    if (to_string(s) == status) lab.status = s;
+  lab.note = j.at("note");
+  lab.build_log = j.at("build_log");
+  lab.run_log = j.at("run_log");
+  lab.device = j.at("device");
+  for (const json& c : j.at("cases"))
+    lab.cases.push_back({c.at("name"), c.at("kind"), c.at("hidden"), c.at("ran"), c.at("passed"), c.at("message"),
+                         c.at("points"), c.at("max_points"), c.at("timing")});
+  add_totals(lab);
+  return lab;
+}
+
 json to_json(const Report& report) {
   json labs = json::array();
-  for (const LabResult& lab : report.labs) {
-    json cases = json::array();
-    for (const CaseResult& c : lab.cases)
-      cases.push_back({{"name", c.name}, {"kind", c.kind}, {"hidden", c.hidden}, {"ran", c.ran},
-                       {"passed", c.passed}, {"message", c.message}, {"points", c.points},
-                       {"max_points", c.max_points}, {"timing", c.timing}});
-    labs.push_back({{"id", lab.id}, {"name", lab.name}, {"title", lab.title},
-                    {"status", to_string(lab.status)}, {"note", lab.note}, {"build_log", lab.build_log},
-                    {"run_log", lab.run_log}, {"device", lab.device}, {"points", lab.points},
-                    {"max_points", lab.max_points}, {"cases", cases}});
-  }
+  for (const LabResult& lab : report.labs) labs.push_back(to_json(lab));
   return {{"who", report.who}, {"mode", report.mode}, {"points", report.points},
           {"max_points", report.max_points}, {"labs", labs}};
 }

@@ -12,6 +12,7 @@ namespace grade {
 enum class LabStatus {
   graded,         // built, ran, every case reported
   build_failed,   // the student's files did not compile: diagnostics in build_log
+  forbidden,      // uses a library the rubric forbids (it would do the lab's work)
   missing_files,  // a declared student file is absent
   run_failed,     // the runner crashed, hung or stopped early: unreported cases score 0
   not_run,        // no GPU here: nothing was judged
@@ -58,6 +59,8 @@ void add_totals(LabResult& lab);
 void add_totals(Report& report);
 
 nlohmann::json to_json(const Report& report);
+nlohmann::json to_json(const LabResult& lab);
+LabResult lab_from_json(const nlohmann::json& lab);  // the inverse of to_json
 std::string to_text(const Report& report, bool show_hidden_details);
 std::string to_markdown(const Report& report, bool show_hidden_details);
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -18,6 +19,18 @@ namespace grade {
 namespace {
 
 constexpr std::size_t output_tail_bytes = 6000;
+
+// Process groups of the children now running, so an interrupt can stop them all. A fixed
+// array of atomics: readable from a signal handler without locks.
+constexpr int max_children = 64;
+std::atomic<pid_t> running_children[max_children];
+
+void remember_child(pid_t pid, bool running) {
+  for (auto& slot : running_children) {
+    pid_t expected = running ? 0 : pid;
+    if (slot.compare_exchange_strong(expected, running ? pid : 0)) return;
+  }
+}
 
 std::string read_tail(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
@@ -100,6 +113,11 @@ std::string ChildOutcome::describe() const {
   return "exit " + std::to_string(exit_code);
 }
 
+void kill_all_children() {
+  for (auto& slot : running_children)
+    if (const pid_t pid = slot.load(); pid > 0) kill(-pid, SIGKILL);
+}
+
 std::string random_token() {
   std::random_device device;
   std::uniform_int_distribution<unsigned> digit(0, 15);
@@ -128,6 +146,7 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits) {
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) become_child(request, limits, log_fd, argv, envp);
   setpgid(pid, pid);  // also here, so the group exists before we might kill it
+  remember_child(pid, true);
   close(log_fd);
   if (request.result_channel) {
     close(channel[1]);
@@ -160,6 +179,7 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits) {
     }
   }
   kill(-pid, SIGKILL);  // whatever the child left behind in its group
+  remember_child(pid, false);
   if (channel[0] >= 0) {
     // Drain what is already written; a grandchild holding the pipe open cannot stall us.
     fcntl(channel[0], F_SETFL, O_NONBLOCK);

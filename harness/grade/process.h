@@ -37,6 +37,9 @@ struct ChildRequest {
 
 ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits);
 
+// Kills the process group of every child still running (on Ctrl-C). Async-signal-safe.
+void kill_all_children();
+
 // A random hex string: the result channel's token.
 std::string random_token();
 

@@ -75,11 +75,25 @@ void verdict(const Case& c, bool passed, const std::string& message) {
   CHECK_MESSAGE(passed, c.name << " (" << c.label() << "): " << message);
 }
 
+// After an error such as an illegal address the context is lost: every later CUDA call
+// fails. Rather than fail every remaining case, the runner stops and lets the grader run
+// them again in fresh processes.
+[[noreturn]] static void stop_after_lost_context() {
+  std::fflush(stdout);
+  std::_Exit(context_lost_exit_code);
+}
+
+static bool context_lost() {
+  cudaGetLastError();
+  return cudaDeviceSynchronize() != cudaSuccess;
+}
+
 void run_case(const Case& c, const std::function<void()>& body) {
   try {
     body();
   } catch (const std::exception& error) {
     verdict(c, false, error.what());
+    if (context_lost()) stop_after_lost_context();
   }
 }
 
@@ -102,6 +116,7 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
   } catch (const std::exception& error) {
     student_error = error.what();
   }
+  const bool lost = context_lost();
   record["output_ok"] = student_error.empty();
   record["message"] = student_error;
   emit_result(record);
@@ -113,6 +128,7 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
                 record["student"]["percent_of_peak"].get<double>(), record["ratio"].get<double>());
   std::printf("\n");
   CHECK_MESSAGE(student_error.empty(), c.name << ": output wrong after timing: " << student_error);
+  if (lost) stop_after_lost_context();
 }
 
 }  // namespace labkit

@@ -27,4 +27,9 @@ const DeviceInfo& current_device();
 // Exit code by which Meson (and the grader) recognise a skipped test.
 constexpr int skip_exit_code = 77;
 
+// Exit code of a runner that stopped because a CUDA error left the GPU context unusable
+// (an illegal address, a trap...): every later CUDA call would fail, so the grader runs the
+// cases that had not reported again, each in a fresh process.
+constexpr int context_lost_exit_code = 86;
+
 }  // namespace labkit

@@ -1,0 +1,288 @@
+#include "batch.h"
+
+#include "process.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace grade {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// FNV-1a over a file's bytes: enough to notice that a file changed.
+std::uint64_t hash_bytes(const std::string& bytes, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What a saved result depends on: the student's files, the lab's checks, reference, dataset
+// and rubric, and the grading options. Any change means grading again.
+std::string fingerprint(const LabJob& job, const Toolchain& tc, const GradeOptions& options) {
+  const LabSpec& lab = *job.lab;
+  const fs::path build_labs = fs::path(tc.build_root) / "labs";
+  std::uint64_t h = hash_bytes(std::to_string(options.seed) + (options.performance ? "+perf" : "-perf"));
+  for (const fs::path& kit_file :
+       {build_labs / ("lab-" + lab.dir + "-runner"), build_labs / ("lab-" + lab.dir + "-solution.so"),
+        fs::path(lab.dataset), fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml"})
+    h = hash_bytes(file_bytes(kit_file), h);
+  for (const std::string& file : lab.student_files)
+    h = hash_bytes(job.student_dir.empty() ? "missing" : file + file_bytes(fs::path(job.student_dir) / file), h);
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+struct Slot {
+  LabJob job;
+  std::string fingerprint;
+  LabResult result;
+  bool done = false;
+};
+
+fs::path saved_result_path(const Slot& slot) { return fs::path(slot.job.work_dir) / "result.json"; }
+
+bool load_saved(Slot& slot) {
+  std::ifstream in(saved_result_path(slot));
+  if (!in) return false;
+  const json saved = json::parse(in, nullptr, false);
+  if (saved.is_discarded() || saved.value("fingerprint", "") != slot.fingerprint) return false;
+  slot.result = lab_from_json(saved["result"]);
+  return true;
+}
+
+void save(const Slot& slot) {
+  const json saved = {{"fingerprint", slot.fingerprint}, {"result", to_json(slot.result)}};
+  const fs::path path = saved_result_path(slot);
+  std::ofstream(path.string() + ".tmp") << saved.dump();
+  fs::rename(path.string() + ".tmp", path);  // whole or not at all, even if interrupted
+}
+
+// A blocking queue of slot indices for the GPU workers.
+class RunQueue {
+public:
+  void push(std::size_t slot) {
+    { std::lock_guard lock(mutex_); items_.push_back(slot); }
+    ready_.notify_one();
+  }
+  void close() {
+    { std::lock_guard lock(mutex_); closed_ = true; }
+    ready_.notify_all();
+  }
+  bool pop(std::size_t& slot) {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    if (items_.empty()) return false;
+    slot = items_.front();
+    items_.pop_front();
+    return true;
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::size_t> items_;
+  bool closed_ = false;
+};
+
+// Status lines: one per finished lab, and every 20 s what is in flight and for how long.
+class Progress {
+public:
+  Progress(std::size_t total, bool enabled) : total_(total), enabled_(enabled), started_(Clock::now()) {}
+
+  void begin(const std::string& what) {
+    std::lock_guard lock(mutex_);
+    in_flight_[what] = Clock::now();
+  }
+  // `last_stage`: this lab of this submission is done (graded, or stopped at its build).
+  void finish(const std::string& what, const std::string& outcome, bool last_stage) {
+    std::lock_guard lock(mutex_);
+    const double took = in_flight_.count(what) ? seconds_since(in_flight_[what]) : 0;
+    in_flight_.erase(what);
+    slowest_.push_back({took, what});
+    finished_ += last_stage;
+    if (enabled_)
+      std::fprintf(stderr, "[%zu/%zu %5.0f s] %s: %s (%.1f s)\n", finished_, total_, seconds_since(started_),
+                   what.c_str(), outcome.c_str(), took);
+  }
+  void count_cached(const std::string& what) {
+    std::lock_guard lock(mutex_);
+    if (enabled_)
+      std::fprintf(stderr, "[%zu/%zu] %s: unchanged since it was graded, result reused\n", ++finished_, total_,
+                   what.c_str());
+  }
+  void report_in_flight() {
+    std::lock_guard lock(mutex_);
+    if (!enabled_ || in_flight_.empty()) return;
+    std::ostringstream line;
+    for (const auto& [what, since] : in_flight_) line << "  " << what << " " << int(seconds_since(since)) << " s";
+    std::fprintf(stderr, "[%zu/%zu] in progress:%s\n", finished_, total_, line.str().c_str());
+  }
+  void summary() {
+    std::lock_guard lock(mutex_);
+    if (!enabled_ || slowest_.empty()) return;
+    std::sort(slowest_.rbegin(), slowest_.rend());
+    std::fprintf(stderr, "slowest:");
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, slowest_.size()); ++i)
+      std::fprintf(stderr, "  %s %.1f s", slowest_[i].second.c_str(), slowest_[i].first);
+    std::fprintf(stderr, "\n");
+  }
+
+private:
+  std::mutex mutex_;
+  std::size_t total_, finished_ = 0;
+  bool enabled_;
+  Clock::time_point started_;
+  std::map<std::string, Clock::time_point> in_flight_;
+  std::vector<std::pair<double, std::string>> slowest_;
+};
+
+std::string outcome_line(const LabResult& r) {
+  char points[64];
+  std::snprintf(points, sizeof points, "%.1f/%.0f", r.points, r.max_points);
+  return to_string(r.status) + ", " + points;
+}
+
+}  // namespace
+
+static std::atomic<std::size_t> graded_count{0};
+std::size_t graded_this_run() { return graded_count; }
+
+std::vector<Submission> find_submissions(const std::string& dir) {
+  std::vector<Submission> submissions;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory()) submissions.push_back({entry.path().filename().string(), entry.path().string()});
+  std::sort(submissions.begin(), submissions.end(), [](const auto& a, const auto& b) { return a.who < b.who; });
+  return submissions;
+}
+
+int count_gpus() {
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible)
+    return int(std::count(visible, visible + std::strlen(visible), ',')) + 1;
+  int count = 0;
+  if (FILE* pipe = popen("nvidia-smi -L 2>/dev/null", "r")) {
+    char line[512];
+    while (std::fgets(line, sizeof line, pipe)) count += std::strncmp(line, "GPU ", 4) == 0;
+    pclose(pipe);
+  }
+  return std::max(count, 1);
+}
+
+void stop_children_on_interrupt() {
+  static sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every thread started after this
+  std::thread([] {
+    int received = 0;
+    sigwait(&signals, &received);
+    kill_all_children();
+    std::fprintf(stderr, "\ngrade: interrupted; finished labs are saved: run the same command to resume\n");
+    std::_Exit(130);
+  }).detach();
+}
+
+std::vector<Report> grade_batch(const std::vector<Submission>& submissions, const std::vector<LabSpec>& labs,
+                                const Toolchain& toolchain, const BatchOptions& options) {
+  std::vector<Slot> slots;
+  for (const Submission& s : submissions)
+    for (const LabSpec& lab : labs) {
+      LabJob job{&lab, s.who, find_student_dir(lab, s.base), (fs::path(options.work_dir) / s.who / lab.dir).string()};
+      slots.push_back({job, fingerprint(job, toolchain, options.grade)});
+    }
+
+  Progress progress(slots.size(), options.progress);
+  RunQueue run_queue;
+  std::atomic<std::size_t> next_build{0};
+  auto label = [](const Slot& slot) { return slot.job.who + "/" + slot.job.lab->id; };
+
+  auto builder = [&] {
+    for (std::size_t i; (i = next_build++) < slots.size();) {
+      Slot& slot = slots[i];
+      if (options.reuse_saved && load_saved(slot)) {
+        slot.done = true;
+        progress.count_cached(label(slot));
+        continue;
+      }
+      progress.begin(label(slot) + " build");
+      const bool built = build_lab(slot.job, toolchain, slot.result);
+      progress.finish(label(slot) + " build", built ? "compiled" : outcome_line(slot.result), !built);
+      ++graded_count;
+      if (built) {
+        run_queue.push(i);
+      } else {
+        save(slot);
+        slot.done = true;
+      }
+    }
+  };
+  auto gpu_worker = [&](int gpu) {
+    for (std::size_t i; run_queue.pop(i);) {
+      Slot& slot = slots[i];
+      const std::string what = label(slot) + " run on GPU " + std::to_string(gpu);
+      progress.begin(what);
+      run_lab(slot.job, toolchain, options.grade, options.gpu_count > 1 ? gpu : -1, slot.result);
+      save(slot);
+      slot.done = true;
+      progress.finish(what, outcome_line(slot.result), true);
+    }
+  };
+
+  std::atomic<bool> finished{false};
+  std::thread ticker([&] {
+    for (int tick = 0; !finished; ++tick) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (tick % 20 == 19) progress.report_in_flight();
+    }
+  });
+  std::vector<std::thread> builders, gpus;
+  for (int w = 0; w < std::max(1, options.build_workers); ++w) builders.emplace_back(builder);
+  for (int g = 0; g < std::max(1, options.gpu_count); ++g) gpus.emplace_back(gpu_worker, g);
+  for (auto& t : builders) t.join();
+  run_queue.close();
+  for (auto& t : gpus) t.join();
+  finished = true;
+  ticker.join();
+  progress.summary();
+
+  std::vector<Report> reports;
+  std::size_t i = 0;
+  for (const Submission& s : submissions) {
+    Report report{s.who, "student files"};
+    for (std::size_t l = 0; l < labs.size(); ++l) report.labs.push_back(slots[i++].result);
+    add_totals(report);
+    reports.push_back(report);
+  }
+  return reports;
+}
+
+}  // namespace grade

@@ -1,0 +1,45 @@
+// Grading many submissions at once: compiles run in parallel on the CPU cores while each
+// GPU runs one lab's checks at a time; results are saved as they come, so an interrupted
+// batch resumes where it stopped and an unchanged submission is not graded again.
+#pragma once
+
+#include "catalog.h"
+#include "grader.h"
+#include "model.h"
+
+#include <string>
+#include <vector>
+
+namespace grade {
+
+struct Submission {
+  std::string who;   // the folder's name
+  std::string base;  // the folder
+};
+
+// Each subfolder of `dir` is one student's submission, in name order.
+std::vector<Submission> find_submissions(const std::string& dir);
+
+struct BatchOptions {
+  GradeOptions grade;
+  int build_workers = 2;
+  int gpu_count = 1;
+  std::string work_dir;  // per submission and lab: staged sources, module, logs, saved result
+  bool progress = true;      // status lines on stderr
+  bool reuse_saved = false;  // reuse a saved result whose inputs are all unchanged
+};
+
+// Labs actually graded (not reused) by the last grade_batch: the batch rate's numerator.
+std::size_t graded_this_run();
+
+std::vector<Report> grade_batch(const std::vector<Submission>& submissions,
+                                const std::vector<LabSpec>& labs, const Toolchain& toolchain,
+                                const BatchOptions& options);
+
+// GPUs this machine has (nvidia-smi -L), or CUDA_VISIBLE_DEVICES' count when set; at least 1.
+int count_gpus();
+
+// Stops every running child process group and exits: Ctrl-C on a batch leaves nothing on the GPU.
+void stop_children_on_interrupt();
+
+}  // namespace grade
