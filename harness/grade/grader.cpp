@@ -96,7 +96,10 @@ const std::vector<LibrarySigns>& library_signs() {
   static const std::vector<LibrarySigns> signs = {
       {"cub", std::regex(R"(#\s*include\s*[<"]cub/)"), {"N3cub"}},
       {"thrust", std::regex(R"(#\s*include\s*[<"]thrust/)"), {"N6thrust"}},
-      {"cublas", std::regex(R"(#\s*include\s*[<"]cublas)"), {"libcublas", "cublasSgemm", "cublasGemmEx"}},
+      {"cublas", std::regex(R"(#\s*include\s*[<"]cublas_)"), {"libcublas.so", "cublasSgemm", "cublasGemmEx"}},
+      {"cublasLt", std::regex(R"(#\s*include\s*[<"]cublasLt)"), {"libcublasLt", "cublasLtMatmul"}},
+      {"cutlass", std::regex(R"(#\s*include\s*[<"]cutlass/)"), {"N7cutlass"}},
+      {"cute", std::regex(R"(#\s*include\s*[<"]cute/)"), {"N4cute"}},
   };
   return signs;
 }
@@ -114,12 +117,16 @@ std::string forbidden_use(const LabSpec& lab, const fs::path& lab_work) {
     if (std::find(lab.forbidden.begin(), lab.forbidden.end(), library.name) == lab.forbidden.end()) continue;
     for (const std::string& file : lab.student_files)
       if (std::regex_search(read_file(lab_work / "src" / file), library.include))
-        return std::string(library.name) + " (included in " + file + ")";
+        return std::string(library.name) + ", included in " + file;
     for (const std::string& sign : library.in_module)
       if (module.find(sign) != std::string::npos)
-        return std::string(library.name) + " (found in the compiled code: " + sign + ")";
+        return std::string(library.name) + ", seen in the compiled code (" + sign + ")";
   }
   return {};
+}
+
+int time_limit(const LabSpec& lab, const GradeOptions& options) {
+  return options.time_limit_seconds > 0 ? options.time_limit_seconds : lab.time_limit_seconds;
 }
 
 struct RunOutcome {
@@ -216,12 +223,12 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
   }
 }
 
-// After a crash or hang, each case that had not reported runs again in a process of its own,
+// After a crash, each case that had not reported runs again in a process of its own,
 // so one bad case does not zero the rest of the lab. A case that still says nothing is
 // recorded as failed with what happened to its process.
 void rerun_missing(const RunContext& context, const labkit::Dataset& dataset, Reports& reports) {
   const LabSpec& lab = context.lab;
-  const int per_case_seconds = std::max(60, lab.time_limit_seconds / 4);
+  const int per_case_seconds = std::max(30, time_limit(lab, context.options) / 4);
   auto rerun = [&](const std::string& name, std::map<std::string, std::vector<json>>& records) {
     if (records.count(name)) return;
     RunOutcome alone = run_checks(context, {"--subcase=" + name}, "rerun-" + name + ".log", per_case_seconds);
@@ -272,7 +279,7 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
     result.note = "your files did not compile; the compiler's messages are below";
   } else if (const std::string found = forbidden_use(lab, job.work_dir); !found.empty()) {
     result.status = LabStatus::forbidden;
-    result.note = "forbidden library: " + found + " (this lab teaches that kernel: write it yourself)";
+    result.note = "uses a forbidden library, " + found + "; this lab teaches that kernel, so write it yourself";
   }
   if (result.status == LabStatus::graded) return true;
   score_unrun(lab, result);
@@ -284,7 +291,7 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
   const LabSpec& lab = *job.lab;
   const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
   const RunContext context{lab, toolchain, options, job.work_dir, gpu};
-  RunOutcome run = run_checks(context, {}, "run.log", lab.time_limit_seconds);
+  RunOutcome run = run_checks(context, {}, "run.log", time_limit(lab, options));
   result.run_log = run.child.output_tail;
   result.device = run.reports.device;
   std::string problem;
@@ -296,7 +303,12 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
     result.status = LabStatus::kit_fault;
     result.note = "the lab's checks could not start: " + run.reports.fault;
     problem = result.note;
-  } else if (!run.reports.done || run.child.timed_out || run.child.signal != 0) {
+  } else if (run.child.timed_out) {
+    // A hang would hang again case by case: the cases that had not reported score zero.
+    result.status = LabStatus::run_failed;
+    result.note = "the checks " + run.child.describe() + " (a kernel or host loop that never ends?)";
+    problem = "the process " + run.child.describe() + " before this case reported";
+  } else if (!run.reports.done || run.child.signal != 0) {
     result.status = LabStatus::run_failed;
     const std::string what = run.child.exit_code == labkit::context_lost_exit_code
                                  ? "hit a CUDA error that left the GPU unusable (see the failed case)"

@@ -23,6 +23,7 @@ Toolchain configured_toolchain();  // what Meson recorded at configure time
 struct GradeOptions {
   std::uint64_t seed = 0;   // mixed into every case's inputs (with the instructor's secret)
   bool performance = true;  // run the performance cases
+  int time_limit_seconds = 0;  // overrides every lab's rubric when positive
 };
 
 // One lab of one submission.

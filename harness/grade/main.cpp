@@ -2,6 +2,7 @@
 // this program (and the lab runners) with Meson, then runs it.
 #include "batch.h"
 #include "catalog.h"
+#include "expect.h"
 #include "exports.h"
 #include "grader.h"
 #include "model.h"
@@ -94,6 +95,18 @@ void print_batch_summary(const std::vector<grade::Report>& reports, double secon
   std::printf("\nGradebook: %s/gradebook.csv; also junit.xml, students/, gradescope/\n", out.string().c_str());
 }
 
+int report_expectations(const grade::ExpectationCheck& check) {
+  for (const std::string& mismatch : check.mismatches) std::printf("MISMATCH %s\n", mismatch.c_str());
+  std::printf("expected verdicts: %zu checked, %zu mismatched, %zu need a GPU and were not run here\n",
+              check.checked, check.mismatches.size(), check.needs_gpu);
+  if (!check.mismatches.empty()) return exit_some_failed;
+  if (check.checked == 0 && check.needs_gpu > 0) {
+    std::printf("SKIPPED: no CUDA device: these verdicts need one\n");
+    return 77;
+  }
+  return exit_all_passed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,7 +117,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> lab_keys;
   std::string submissions_dir, out_dir, secret_file;
   int jobs = std::max(1u, std::thread::hardware_concurrency());
-  int gpus = 0;
+  int gpus = 0, time_limit = 0;
   app.add_flag("--solution", solution, "grade the reference solutions instead of the student files");
   app.add_flag("--json", as_json, "print the report as JSON instead of text");
   app.add_flag("--list", list, "list the labs and exit");
@@ -117,7 +130,12 @@ int main(int argc, char** argv) {
   app.add_option("--jobs", jobs, "compiles in parallel (default: the CPU cores)");
   app.add_option("--gpus", gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
   app.add_option("--secret-file", secret_file, "instructor secret mixed into every seed (or set LABKIT_SECRET)");
+  app.add_option("--time-limit", time_limit, "seconds each lab's checks may run (default: the lab's rubric)");
   app.add_flag("--fresh", fresh, "grade a batch again even where nothing changed");
+  bool expect = false;
+  app.add_flag("--expect", expect,
+               "check each submission against the expected.yaml in its folder (the red-team corpus); "
+               "exit 0 when all agree, 1 on a mismatch, 77 when none could run here (no GPU)");
   CLI::App* lab_command = app.add_subcommand("lab", "grade the labs named (number, name or folder)");
   lab_command->add_option("labs", lab_keys, "e.g. 01, histogram or 01-histogram")->required();
   CLI::App* all_command = app.add_subcommand("all", "grade every lab");
@@ -141,7 +159,7 @@ int main(int argc, char** argv) {
       chosen = catalog;
 
     grade::BatchOptions options;
-    options.grade = {labkit::mix_seeds(seed, secret_seed(secret_file)), !skip_performance};
+    options.grade = {labkit::mix_seeds(seed, secret_seed(secret_file)), !skip_performance, time_limit};
     options.build_workers = jobs;
     options.gpu_count = gpus > 0 ? gpus : grade::count_gpus();
     const fs::path reports_root = fs::path(toolchain.source_root) / "grading" / "reports";
@@ -158,6 +176,7 @@ int main(int argc, char** argv) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       grade::write_batch_outputs(reports, chosen, out.string());
       print_batch_summary(reports, seconds, grade::graded_this_run(), out);
+      if (expect) return report_expectations(grade::check_expectations(reports, submissions_dir));
       int worst = exit_all_passed;
       for (const auto& report : reports) worst = std::max(worst, exit_status(report));
       return worst == exit_kit_fault ? exit_kit_fault : exit_all_passed;

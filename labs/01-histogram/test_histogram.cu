@@ -53,6 +53,10 @@ void check_histogram(const Case& c) {
   labkit::student<decltype(histogram)>("histogram")(d_in.data() + offset, c.n, d_bins.data(), nullptr);
   CUDA_CHECK_KERNELS(nullptr);
 
+  if (d_in.download() != input) {
+    labkit::verdict(c, false, "histogram modified its input: d_in is const and must come back unchanged");
+    return;
+  }
   const Histogram actual = d_bins.download();
   const labkit::Comparison comparison = labkit::compare_exact(expected, actual);
   labkit::verdict(c, comparison.ok(),

@@ -1,0 +1,1 @@
+../../../../labs/02-dot-product/dot.cu

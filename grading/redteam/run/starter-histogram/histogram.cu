@@ -1,0 +1,1 @@
+../../../../labs/01-histogram/histogram.cu

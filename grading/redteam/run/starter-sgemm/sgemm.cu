@@ -1,0 +1,1 @@
+../../../../labs/04-matmul/sgemm.cu

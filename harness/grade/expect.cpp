@@ -1,0 +1,78 @@
+#include "expect.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace grade {
+
+namespace {
+
+std::size_t passed_correctness(const LabResult& lab, std::size_t& total) {
+  std::size_t passed = 0;
+  total = 0;
+  for (const CaseResult& c : lab.cases)
+    if (c.kind == "correctness") ++total, passed += c.passed;
+  return passed;
+}
+
+bool mentions(const LabResult& lab, const std::string& text) {
+  if (lab.note.find(text) != std::string::npos || lab.build_log.find(text) != std::string::npos) return true;
+  for (const CaseResult& c : lab.cases)
+    if (c.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// Every way `lab` differs from `expected`, as readable lines.
+std::vector<std::string> differences(const LabResult& lab, const YAML::Node& expected) {
+  std::vector<std::string> found;
+  const std::string status = expected["status"].as<std::string>("graded");
+  if (to_string(lab.status) != status)
+    found.push_back("status is '" + to_string(lab.status) + "', expected '" + status + "' (" + lab.note + ")");
+  if (expected["correctness"]) {
+    std::size_t total = 0;
+    const std::size_t passed = passed_correctness(lab, total);
+    const std::string want = expected["correctness"].as<std::string>();
+    const std::string got = passed == total ? "all" : passed == 0 ? "none" : "some";
+    if (got != want)
+      found.push_back("correctness: " + std::to_string(passed) + " of " + std::to_string(total) +
+                      " passed, expected " + want);
+  }
+  if (expected["points_at_most"] && lab.points > expected["points_at_most"].as<double>() + 1e-9)
+    found.push_back("scored " + std::to_string(lab.points) + ", expected at most " +
+                    expected["points_at_most"].as<std::string>());
+  if (expected["points_at_least"] && lab.points < expected["points_at_least"].as<double>() - 1e-9)
+    found.push_back("scored " + std::to_string(lab.points) + ", expected at least " +
+                    expected["points_at_least"].as<std::string>());
+  if (expected["message"] && !mentions(lab, expected["message"].as<std::string>()))
+    found.push_back("no message mentions '" + expected["message"].as<std::string>() + "'");
+  return found;
+}
+
+}  // namespace
+
+ExpectationCheck check_expectations(const std::vector<Report>& reports, const std::string& base_dir) {
+  ExpectationCheck check;
+  for (const Report& report : reports) {
+    const fs::path file = fs::path(base_dir) / report.who / "expected.yaml";
+    if (!fs::exists(file)) continue;
+    const YAML::Node labs = YAML::LoadFile(file.string())["labs"];
+    for (const LabResult& lab : report.labs) {
+      const YAML::Node expected = labs[lab.id];
+      if (!expected) continue;
+      const bool could_not_run = lab.status == LabStatus::not_run;
+      if (could_not_run && expected["status"].as<std::string>("graded") != to_string(LabStatus::not_run)) {
+        ++check.needs_gpu;
+        continue;
+      }
+      ++check.checked;
+      for (const std::string& difference : differences(lab, expected))
+        check.mismatches.push_back(report.who + " lab " + lab.id + ": " + difference);
+    }
+  }
+  return check;
+}
+
+}  // namespace grade
