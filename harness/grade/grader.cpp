@@ -192,6 +192,13 @@ void score_correctness(const LabSpec& lab, const labkit::Dataset& dataset, const
   }
 }
 
+// The timing floor: no honest implementation reads its input faster than the measured
+// bandwidth allows; 10% over it leaves room for measurement noise.
+bool faster_than_memory(const json& record) {
+  const double peak = record.value("peak_read_gbps", 0.0);
+  return peak > 0 && record["student"].value("gbps", 0.0) > 1.10 * peak;
+}
+
 void score_performance(const LabSpec& lab, const Reports& reports, const std::string& run_problem,
                        LabResult& result) {
   for (const PerformanceRubric& rubric : lab.performance) {
@@ -216,6 +223,12 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
                                                record["reference"].value("relative_error", 0.0));
       cr.points = labkit::ratio_points(record["ratio"].get<double>(), rubric.zero_credit_ratio,
                                        rubric.full_credit_ratio, rubric.points, noise);
+      if (faster_than_memory(record)) {
+        cr.points = 0;
+        cr.passed = false;
+        cr.message = "faster than this GPU's memory can deliver the bytes the task must read: not credited "
+                     "(is work skipped, or an earlier answer reused?)";
+      }
       if (record["student"].value("off_stream_work", false))
         cr.message = "work ran outside the stream passed in; timed by the wall clock instead";
     }
