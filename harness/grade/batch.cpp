@@ -173,8 +173,9 @@ std::string outcome_line(const LabResult& r) {
 
 }  // namespace
 
-static std::atomic<std::size_t> graded_count{0};
+static std::atomic<std::size_t> graded_count{0}, run_count{0};
 std::size_t graded_this_run() { return graded_count; }
+std::size_t ran_on_gpu_this_run() { return run_count; }
 
 std::vector<Submission> find_submissions(const std::string& dir) {
   std::vector<Submission> submissions;
@@ -251,6 +252,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       const std::string what = label(slot) + " run on GPU " + std::to_string(gpu);
       progress.begin(what);
       run_lab(slot.job, toolchain, options.grade, options.gpu_count > 1 ? gpu : -1, slot.result);
+      ++run_count;
       save(slot);
       slot.done = true;
       progress.finish(what, outcome_line(slot.result), true);

@@ -29,8 +29,10 @@ struct BatchOptions {
   bool reuse_saved = false;  // reuse a saved result whose inputs are all unchanged
 };
 
-// Labs actually graded (not reused) by the last grade_batch: the batch rate's numerator.
+// Labs graded (not reused) by the last grade_batch, and those of them that compiled and ran
+// their checks on a GPU: the batch rate's numerators.
 std::size_t graded_this_run();
+std::size_t ran_on_gpu_this_run();
 
 std::vector<Report> grade_batch(const std::vector<Submission>& submissions,
                                 const std::vector<LabSpec>& labs, const Toolchain& toolchain,

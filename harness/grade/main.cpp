@@ -90,8 +90,12 @@ void print_batch_summary(const std::vector<grade::Report>& reports, double secon
       if (lab.status != grade::LabStatus::graded) std::printf("  [lab %s: %s]", lab.id.c_str(), to_string(lab.status).c_str());
     std::printf("\n");
   }
-  std::printf("\n%zu submissions; %zu lab-submissions graded in %.0f s", reports.size(), labs_graded, seconds);
-  if (labs_graded > 0 && seconds > 0) std::printf(" (%.0f lab-submissions per hour)", 3600.0 * double(labs_graded) / seconds);
+  const std::size_t ran = grade::ran_on_gpu_this_run();
+  std::printf("\n%zu submissions; %zu lab-submissions graded in %.0f s, %zu of them compiled and run", reports.size(),
+              labs_graded, seconds, ran);
+  if (seconds > 0)
+    std::printf("\nbatch rate: %.0f lab-submissions per hour (%.0f compiled-and-run per hour)",
+                3600.0 * double(labs_graded) / seconds, 3600.0 * double(ran) / seconds);
   std::printf("\nGradebook: %s/gradebook.csv; also junit.xml, students/, gradescope/\n", out.string().c_str());
 }
 

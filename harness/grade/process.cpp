@@ -109,7 +109,7 @@ std::string ChildOutcome::describe() const {
   if (timed_out) return "timed out after " + std::to_string(int(wall_seconds)) + " s and was killed";
   if (signal == SIGXCPU) return "used up its CPU-time limit (a host-side loop that never ends?)";
   if (signal == SIGXFSZ) return "wrote more output than allowed";
-  if (signal != 0) return std::string("killed by signal ") + sigabbrev_np(signal) + " (" + strsignal(signal) + ")";
+  if (signal != 0) return std::string("killed by SIG") + sigabbrev_np(signal) + " (" + strsignal(signal) + ")";
   return "exit " + std::to_string(exit_code);
 }
 
