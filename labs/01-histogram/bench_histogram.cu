@@ -3,6 +3,7 @@
 // read bandwidth. Not a test: it prints numbers for people to read.
 #include "histogram.h"
 
+#include <labkit/bench.h>
 #include <labkit/buffer.h>
 #include <labkit/device.h>
 #include <labkit/generators.h>
@@ -85,7 +86,7 @@ void bench_case(const char* label, size_t n, labkit::Distribution distribution, 
         {[&](cudaStream_t stream) { v.run(input.data(), n, bins.data(), stream); },
          [&](int) { bins.poison(); }});
     const bool right = bins.download() == expected;
-    const double gbps = double(n) / (t.ms.median * 1e-3) / 1e9;
+    const double gbps = labkit::gigabytes_per_second(double(n), t.ms.median);
     std::printf("%-16s %-24s %10.4f ms %9.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", label,
                 v.name, t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.count,
                 100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
@@ -95,13 +96,7 @@ void bench_case(const char* label, size_t n, labkit::Distribution distribution, 
 }  // namespace
 
 int main() {
-  if (const auto reason = labkit::why_no_gpu()) {
-    std::printf("SKIPPED: %s\n", reason->c_str());
-    return labkit::skip_exit_code;
-  }
-  const double peak = labkit::measured_read_bandwidth_gbps();
-  std::printf("%s: measured read bandwidth %.0f GB/s, SM clock %.0f MHz\n",
-              labkit::current_device().name.c_str(), peak, labkit::measure_sm_clock_mhz());
+  const double peak = labkit::start_benchmark();
   bench_case("uniform 100MiB", size_t(100) << 20, labkit::Distribution::uniform, peak);
   bench_case("all-same 100MiB", size_t(100) << 20, labkit::Distribution::all_same, peak);
   bench_case("text-like 100MiB", size_t(100) << 20, labkit::Distribution::skewed, peak);

@@ -7,6 +7,7 @@
 // pattern, the ceiling a reduction can hope for.
 #include "dot.h"
 
+#include <labkit/bench.h>
 #include <labkit/buffer.h>
 #include <labkit/device.h>
 #include <labkit/generators.h>
@@ -112,7 +113,7 @@ void bench_case(const char* label, size_t n, double peak_gbps) {
         {[&](cudaStream_t stream) { v.run(inputs.data(), inputs.data() + n, n, result.data(), stream); },
          [&](int) { result.poison(); }});
     const bool right = !v.computes_dot || result.download()[0] == expected;
-    const double gbps = bytes_read / (t.ms.median * 1e-3) / 1e9;
+    const double gbps = labkit::gigabytes_per_second(bytes_read, t.ms.median);
     std::printf("%-12s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", label, v.name,
                 t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.count, 100 * t.ms.relative_error,
                 right ? "" : "  WRONG OUTPUT");
@@ -122,13 +123,7 @@ void bench_case(const char* label, size_t n, double peak_gbps) {
 }  // namespace
 
 int main() {
-  if (const auto reason = labkit::why_no_gpu()) {
-    std::printf("SKIPPED: %s\n", reason->c_str());
-    return labkit::skip_exit_code;
-  }
-  const double peak = labkit::measured_read_bandwidth_gbps();
-  std::printf("%s: measured read bandwidth %.0f GB/s, SM clock %.0f MHz; GB/s counts the 8 bytes read per element\n",
-              labkit::current_device().name.c_str(), peak, labkit::measure_sm_clock_mhz());
+  const double peak = labkit::start_benchmark("; GB/s counts the 8 bytes read per element");
   bench_case("n = 2^26", size_t(1) << 26, peak);
   bench_case("n = 2^28", size_t(1) << 28, peak);
   return 0;

@@ -4,6 +4,7 @@
 // Not a test: it prints numbers for people to read.
 #include "topk.h"
 
+#include <labkit/bench.h>
 #include <labkit/buffer.h>
 #include <labkit/device.h>
 #include <labkit/generators.h>
@@ -127,7 +128,7 @@ void bench_case(size_t n, int k, double peak_gbps) {
     std::vector<int32_t> top(static_cast<size_t>(k), 0);
     CUDA_CHECK(cudaMemcpy(top.data(), out.data(), top.size() * sizeof(int32_t), cudaMemcpyDeviceToHost));
     if (reference_ms == 0) reference_ms = t.ms.median;
-    const double gbps = double(n) * sizeof(int32_t) / (t.ms.median * 1e-3) / 1e9;
+    const double gbps = labkit::gigabytes_per_second(double(n) * sizeof(int32_t), t.ms.median);
     std::printf("%-22s %-30s %9.4f ms %8.1f GB/s %6.1f%% of peak  %6.2fx the reference's time  (%zu samples, "
                 "+-%.2f%%)%s\n",
                 label, v.name.c_str(), t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.median / reference_ms,
@@ -138,13 +139,7 @@ void bench_case(size_t n, int k, double peak_gbps) {
 }  // namespace
 
 int main() {
-  if (const auto reason = labkit::why_no_gpu()) {
-    std::printf("SKIPPED: %s\n", reason->c_str());
-    return labkit::skip_exit_code;
-  }
-  const double peak = labkit::measured_read_bandwidth_gbps();
-  std::printf("%s: measured read bandwidth %.0f GB/s, SM clock %.0f MHz\n", labkit::current_device().name.c_str(),
-              peak, labkit::measure_sm_clock_mhz());
+  const double peak = labkit::start_benchmark();
   std::printf("cub::DeviceTopK: %s (CUB %d.%d.%d)\n",
 #if __has_include(<cub/device/device_topk.cuh>)
               "present in this CUB but not benchmarked here",

@@ -5,6 +5,7 @@
 #include "sgemm.h"
 #include "sgemm_anchors.cuh"
 
+#include <labkit/bench.h>
 #include <labkit/buffer.h>
 #include <labkit/device.h>
 #include <labkit/generators.h>
@@ -73,11 +74,7 @@ void bench_shape(int m, int n, int k) {
 }  // namespace
 
 int main() {
-  if (const auto reason = labkit::why_no_gpu()) {
-    std::printf("SKIPPED: %s\n", reason->c_str());
-    return labkit::skip_exit_code;
-  }
-  std::printf("%s: SM clock %.0f MHz\n", labkit::current_device().name.c_str(), labkit::measure_sm_clock_mhz());
+  labkit::start_benchmark();
   bench_shape(4096, 4096, 4096);
   bench_shape(1024, 2048, 512);  // the OpenCL chapter's M=1024, P=512, N=2048
   return 0;
