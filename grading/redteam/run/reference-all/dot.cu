@@ -1,0 +1,1 @@
+../../../../solutions/02-dot-product/dot.cu

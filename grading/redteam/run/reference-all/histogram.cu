@@ -1,0 +1,1 @@
+../../../../solutions/01-histogram/histogram.cu

@@ -1,0 +1,1 @@
+../../../../solutions/04-matmul/sgemm.cu

@@ -1,0 +1,1 @@
+../../../../solutions/03-top-k/topk.cu
