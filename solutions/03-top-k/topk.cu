@@ -1,41 +1,54 @@
-// Lab 03 reference solution: radix select, then a small sort of the k survivors.
+// Lab 03 reference solution: radix select in one cooperative kernel, then a small sort of the
+// k survivors.
 //
 // Instead of keeping sorted arrays per thread (the chapter: O(k) work per element, k capped
 // by shared memory), it finds the k-th largest value digit by digit, as a radix sort would
-// sort, but keeps only the one bucket that holds it:
-//  0. A sample pass histograms the top 11 bits of 1/16 of the input and picks the bucket
-//     holding the sample's k-th largest. At least k values of the input lie at or above
-//     that bucket (the sample is part of the input), so the answer lies there too.
-//  1. Pass 0 reads all n values once, histograms their top 11 bits and, on the way, copies
-//     the values at or above the sample's bucket to a prefilter buffer (a few times k plus
-//     one bucket, n / 2048, on spread-out data). The last block to finish picks the bucket
-//     that holds the k-th largest: everything above it is in the top k, everything below out.
-//  2. Passes 1 and 2 write the values above the chosen bucket straight to the result, copy
-//     the chosen bucket's values to a small candidate buffer and histogram their next
-//     digit (11, then 10 bits). They read the prefilter buffer, not the input, unless it
-//     overflowed (few distinct values); pass 2 reads only pass 1's candidates.
-//  3. Pass 3 knows the k-th largest value exactly: it writes the rest of the values above
-//     it and as many copies of it as are still missing, then sorts the k results.
-// Every decision is made on the GPU by the last block of a pass (no round trip to the host),
-// so the whole call is six launches on the stream and usually reads the input once and 1/16.
+// sort, but keeps only the one bucket that holds it. One kernel does all of it; its blocks
+// are all resident (a cooperative launch) and wait for each other at grid barriers, so no
+// step costs a launch and every decision is made on the GPU:
+//  S. Every block histograms the top 11 bits of its share of a 1/16 sample. After the
+//     barrier each block picks the same prefilter bucket: the one that holds the sample's
+//     r-th largest, r a little above k/16 (at most k), so that almost surely at least k
+//     values of the input lie at or above it.
+//  0. One read of all n values (16-byte loads) histograms their top 11 bits and copies the
+//     values at or above the prefilter bucket to a prefilter buffer: about 16 r values
+//     plus one bucket (n / 2048 on spread-out data). After the barrier every block picks
+//     the bucket that holds the k-th largest and checks that the prefilter holds it.
+//  Fast finish (the usual case for k <= 4096): the prefilter is small, so block 0 alone
+//     narrows it digit by digit (11, 11, 10 bits) in shared memory, collects the winners in
+//     shared memory and sorts them there (bitonic network); the other blocks are done.
+//  Otherwise (few distinct values, huge n, large k, or an unlucky sample) all blocks narrow
+//     together: passes 1 and 2 send the values above the chosen bucket to the result and copy
+//     the bucket's values to a candidate buffer (or re-read the input when it would not fit),
+//     histogramming the next digit; pass 3 knows the k-th largest exactly and writes the rest.
+//     Block 0 sorts k <= 4096 results; larger k go to cub::DeviceRadixSort.
+// The call is one launch (two with the device sort) and usually reads the input once and 1/16.
 #include "topk.h"
 
+#include <cooperative_groups.h>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include <climits>
+#include <cmath>
 #include <cstdio>
+#include <mutex>
 
 namespace {
 
+namespace cg = cooperative_groups;
+
 struct TopkTuning {
   static constexpr int threads_per_block = 512;
-  static constexpr int items_per_thread = 8;           // loads in flight per thread per step
+  static constexpr int items_per_thread = 8;           // scalar loads in flight per thread per step
+  static constexpr int vectors_per_thread = 4;         // 16-byte loads in flight per thread per step
   static constexpr int block_sort_capacity = 4096;     // larger k: cub::DeviceRadixSort
+  static constexpr uint32_t fast_finish_limit = 1u << 16;  // prefilter sizes block 0 narrows alone
 };
 
 constexpr int threads = TopkTuning::threads_per_block;
 constexpr int items_per_thread = TopkTuning::items_per_thread;
+constexpr int vectors_per_thread = TopkTuning::vectors_per_thread;
 constexpr int bin_count = 2048;  // 11-bit digits: 11 + 11 + 10 bits make the 32-bit key
 constexpr int digit_count = 3;
 // The sample: runs of 512 consecutive values (coalesced), one run in every 16.
@@ -55,31 +68,25 @@ __device__ __forceinline__ uint32_t digit_of(uint32_t key, int digit) {
   return (key >> digit_shift(digit)) & (digit == 2 ? 0x3FFu : 0x7FFu);
 }
 
-// Everything the passes hand to each other, in device memory, zeroed before pass 0.
+// What the blocks share, in device memory. The kernel zeroes all but the sample histogram
+// before its first barrier; block 0 zeroes the sample histogram once every block has read
+// it, so the next call finds it clean (the workspace is zeroed once when allocated).
 struct SelectState {
-  uint32_t histogram[digit_count][bin_count];
-  uint32_t prefix;            // the k-th largest key's digits found so far, in place
-  uint32_t k_remaining;       // how many of the top k have keys that start with `prefix`
-  uint32_t buffered[2];       // pass j + 1 copies the chosen bucket into candidates[j]
-  uint32_t candidate_count[2];
-  uint32_t winner_count;      // values known to be in the top k, written to `unsorted`
-  uint32_t tie_count;         // copies of the k-th largest value seen by pass 3
-  uint32_t blocks_done[digit_count + 1];
   uint32_t sample_histogram[bin_count];
-  uint32_t sample_blocks_done;
-  uint32_t prefilter_on;      // the sample held k values: pass 0 copies those at or above
-  uint32_t prefilter_bucket;  // this digit-0 bucket to `prefiltered`
-  uint32_t prefilter_count;   // values pass 0 wanted to copy (more than capacity: overflow)
+  uint32_t histogram[digit_count][bin_count];
+  uint32_t prefilter_count;  // values pass 0 wanted to copy (more than capacity: overflow)
+  uint32_t candidate_count[2];
+  uint32_t winner_count;     // values known to be in the top k, written to `unsorted`
 };
 
 struct Buffers {
   int32_t* prefiltered;
   int32_t* candidates[2];
-  uint32_t capacity;  // of each candidate buffer; a larger bucket is re-read from the input
-  int32_t* unsorted;  // the k results, before the final sort
+  uint32_t capacity;  // of each buffer; a larger bucket is re-read from the input
+  int32_t* unsorted;  // the k results, before the final sort (all-blocks path)
 };
 
-// Blocks with no work leave at once, so small candidate sets cost a few blocks, not a grid.
+// Blocks with no work skip the loop, so small candidate sets cost a few blocks, not a grid.
 __device__ __forceinline__ unsigned active_blocks(size_t count) {
   const size_t per_block = size_t(threads) * items_per_thread;
   const size_t wanted = (count + per_block - 1) / per_block;
@@ -87,23 +94,58 @@ __device__ __forceinline__ unsigned active_blocks(size_t count) {
 }
 
 // Calls visit(key, valid) on every value of src[0..count), the whole warp together (so the
-// visitor may use warp votes), `items_per_thread` loads in flight per thread.
+// visitor may use warp votes), with several loads in flight per thread: 16-byte loads when
+// src is aligned for them. Loads bypass L1: other blocks wrote the buffers this kernel reads.
 template <class Visit>
 __device__ __forceinline__ void for_each_key(const int32_t* src, size_t count, unsigned blocks, Visit visit) {
+  if (blockIdx.x >= blocks) return;
   const unsigned lane = threadIdx.x % 32;
   const size_t stride = size_t(blocks) * threads;
   size_t warp_base = size_t(blockIdx.x) * threads + (threadIdx.x - lane);
+  if (reinterpret_cast<uintptr_t>(src) % sizeof(int4) == 0) {
+    const int4* vectors = reinterpret_cast<const int4*>(src);
+    const size_t vector_count = count / 4;
+    for (; warp_base + 31 + (vectors_per_thread - 1) * stride < vector_count;
+         warp_base += vectors_per_thread * stride) {
+      int4 v[vectors_per_thread];
+#pragma unroll
+      for (int u = 0; u < vectors_per_thread; ++u) v[u] = __ldcg(&vectors[warp_base + lane + u * stride]);
+#pragma unroll
+      for (int u = 0; u < vectors_per_thread; ++u) {
+        visit(to_key(v[u].x), true);
+        visit(to_key(v[u].y), true);
+        visit(to_key(v[u].z), true);
+        visit(to_key(v[u].w), true);
+      }
+    }
+    for (; warp_base < vector_count; warp_base += stride) {
+      const size_t i = warp_base + lane;
+      const bool valid = i < vector_count;
+      const int4 v = valid ? __ldcg(&vectors[i]) : make_int4(0, 0, 0, 0);
+      visit(to_key(v.x), valid);
+      visit(to_key(v.y), valid);
+      visit(to_key(v.z), valid);
+      visit(to_key(v.w), valid);
+    }
+    // The last count % 4 values: the first warp of the first block.
+    if (blockIdx.x == 0 && threadIdx.x < 32 && vector_count * 4 < count) {
+      const size_t i = vector_count * 4 + lane;
+      const bool valid = i < count;
+      visit(valid ? to_key(__ldcg(&src[i])) : 0u, valid);
+    }
+    return;
+  }
   for (; warp_base + 31 + (items_per_thread - 1) * stride < count; warp_base += items_per_thread * stride) {
     int32_t values[items_per_thread];
 #pragma unroll
-    for (int u = 0; u < items_per_thread; ++u) values[u] = src[warp_base + lane + u * stride];
+    for (int u = 0; u < items_per_thread; ++u) values[u] = __ldcg(&src[warp_base + lane + u * stride]);
 #pragma unroll
     for (int u = 0; u < items_per_thread; ++u) visit(to_key(values[u]), true);
   }
   for (; warp_base < count; warp_base += stride) {
     const size_t i = warp_base + lane;
     const bool valid = i < count;
-    visit(valid ? to_key(src[i]) : 0u, valid);
+    visit(valid ? to_key(__ldcg(&src[i])) : 0u, valid);
   }
 }
 
@@ -129,37 +171,31 @@ __device__ void flush_histogram(const uint32_t* block_histogram, uint32_t* histo
     if (block_histogram[bin] != 0) atomicAdd(&histogram[bin], block_histogram[bin]);
 }
 
-// True in the last block to finish, which then sees every other block's writes.
-__device__ bool is_last_block(uint32_t* blocks_done, unsigned blocks) {
-  __shared__ bool last;
-  __threadfence();  // this thread's global writes are visible before its block is counted
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(blocks_done, 1u) == blocks - 1;
-  __syncthreads();
-  return last;
-}
-
 struct BucketChoice {
   uint32_t bin;
   uint32_t above;  // keys in higher bins
   uint32_t count;  // keys in the bin
 };
 
-// The bin that holds the rank-th largest key of `histogram`, scanning from the top bin.
-// Block-wide; every thread gets the answer. Requires rank <= the histogram's total.
-__device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank) {
+// The bin that holds the rank-th largest key of `histogram` (in global memory, written by
+// other blocks, or in this block's shared memory), scanning from the top bin. Block-wide;
+// every thread gets the answer. Requires rank <= the histogram's total.
+__device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank, bool in_global) {
   using BlockScan = cub::BlockScan<uint32_t, threads>;
   __shared__ typename BlockScan::TempStorage scan_storage;
   __shared__ BucketChoice choice;
   constexpr int bins_per_thread = bin_count / threads;
   uint32_t counts[bins_per_thread];
   uint32_t thread_total = 0;
+#pragma unroll
   for (int j = 0; j < bins_per_thread; ++j) {
-    counts[j] = __ldcg(&histogram[bin_count - 1 - (threadIdx.x * bins_per_thread + j)]);
+    const uint32_t* bin = &histogram[bin_count - 1 - (threadIdx.x * bins_per_thread + j)];
+    counts[j] = in_global ? __ldcg(bin) : *bin;
     thread_total += counts[j];
   }
   uint32_t above = 0;
   BlockScan(scan_storage).ExclusiveSum(thread_total, above);
+#pragma unroll
   for (int j = 0; j < bins_per_thread; ++j) {
     if (above < rank && above + counts[j] >= rank)  // exactly one thread
       choice = {bin_count - 1 - (threadIdx.x * bins_per_thread + j), above, counts[j]};
@@ -169,22 +205,12 @@ __device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank) {
   return choice;
 }
 
-// Narrows the prefix to the bin of `digit` that holds the k_remaining-th largest key among
-// those that start with it.
-__device__ void select_bucket(SelectState* state, int digit, uint32_t k_remaining, uint32_t capacity) {
-  const BucketChoice choice = find_bucket(state->histogram[digit], k_remaining);
-  if (threadIdx.x != 0) return;
-  state->prefix |= choice.bin << digit_shift(digit);
-  state->k_remaining = k_remaining - choice.above;
-  if (digit < 2) state->buffered[digit] = choice.count <= capacity;
-}
-
-// Sorts unsorted[0..k) largest first into out, k <= block_sort_capacity (bitonic network).
-__device__ void block_sort_descending(const int32_t* unsorted, uint32_t k, int32_t* out) {
-  __shared__ int32_t keys[TopkTuning::block_sort_capacity];
+// Sorts keys[0..k) (shared memory, k <= block_sort_capacity) largest first into out, with a
+// bitonic network over the next power of two.
+__device__ void block_sort_descending(int32_t* keys, uint32_t k, int32_t* out) {
   uint32_t size = 1;
   while (size < k) size *= 2;
-  for (uint32_t i = threadIdx.x; i < size; i += threads) keys[i] = i < k ? __ldcg(&unsorted[i]) : INT_MIN;
+  for (uint32_t i = k + threadIdx.x; i < size; i += threads) keys[i] = INT_MIN;
   __syncthreads();
   for (uint32_t run = 2; run <= size; run *= 2) {
     for (uint32_t gap = run / 2; gap > 0; gap /= 2) {
@@ -208,74 +234,74 @@ __host__ __device__ size_t sample_size(size_t n) {
   return n / sample_period * sample_run + (tail < sample_run ? tail : sample_run);
 }
 
-// Histograms digit 0 of the sample; the last block picks the prefilter bucket.
-__global__ void __launch_bounds__(threads) sample_histogram_kernel(const int32_t* in, size_t n, uint32_t k,
-                                                                   SelectState* state) {
-  __shared__ uint32_t histogram[bin_count];
-  const size_t count = sample_size(n);
-  const unsigned blocks = active_blocks(count);
-  if (blockIdx.x >= blocks) return;
+// The fast finish, block 0 alone: the prefilter holds every value whose top digit is
+// `top.bin` or more. Narrows the bucket through digits 1 and 2 (shared-memory histograms,
+// candidates in the global buffers, still in L2), collecting the winners in `keys`, then
+// adds the copies of the k-th largest and sorts.
+__device__ void finish_in_block(const Buffers& buffers, uint32_t prefilter_count, BucketChoice top, uint32_t k,
+                                uint32_t* histogram, int32_t* keys, int32_t* out) {
+  __shared__ uint32_t winner_count, bucket_count[2];
+  if (threadIdx.x == 0) winner_count = bucket_count[0] = bucket_count[1] = 0;
   zero_histogram(histogram);
   __syncthreads();
-  for (size_t s = size_t(blockIdx.x) * threads + threadIdx.x; s < count; s += size_t(blocks) * threads) {
-    const size_t i = s / sample_run * sample_period + s % sample_run;
-    atomicAdd(&histogram[digit_of(to_key(in[i]), 0)], 1u);
-  }
-  __syncthreads();
-  flush_histogram(histogram, state->sample_histogram);
-  if (!is_last_block(&state->sample_blocks_done, blocks) || count < k) return;
-  const BucketChoice choice = find_bucket(state->sample_histogram, k);
-  if (threadIdx.x == 0) {
-    state->prefilter_bucket = choice.bin;
-    state->prefilter_on = 1;
-  }
-}
-
-__global__ void __launch_bounds__(threads) top_digit_histogram_kernel(const int32_t* in, size_t n, uint32_t k,
-                                                                      SelectState* state, Buffers buffers) {
-  __shared__ uint32_t histogram[bin_count];
-  const unsigned blocks = active_blocks(n);
-  if (blockIdx.x >= blocks) return;
-  const bool prefilter = state->prefilter_on;
-  const uint32_t prefilter_bucket = state->prefilter_bucket;
-  zero_histogram(histogram);
-  __syncthreads();
-  for_each_key(in, n, blocks, [&](uint32_t key, bool valid) {
-    if (valid) atomicAdd(&histogram[digit_of(key, 0)], 1u);
-    if (prefilter) {
-      const bool keep = valid && digit_of(key, 0) >= prefilter_bucket;
-      const uint32_t slot = warp_append_slot(keep, &state->prefilter_count);
-      if (keep && slot < buffers.capacity) buffers.prefiltered[slot] = to_value(key);
+  uint32_t k_remaining = k - top.above;
+  for_each_key(buffers.prefiltered, prefilter_count, 1, [&](uint32_t key, bool valid) {
+    const bool winner = valid && digit_of(key, 0) > top.bin;
+    const bool in_bucket = valid && digit_of(key, 0) == top.bin;
+    const uint32_t slot = warp_append_slot(winner, &winner_count);
+    if (winner) keys[slot] = to_value(key);
+    const uint32_t at = warp_append_slot(in_bucket, &bucket_count[0]);
+    if (in_bucket) {
+      buffers.candidates[0][at] = to_value(key);
+      atomicAdd(&histogram[digit_of(key, 1)], 1u);
     }
   });
+  __threadfence();
   __syncthreads();
-  flush_histogram(histogram, state->histogram[0]);
-  if (is_last_block(&state->blocks_done[0], blocks)) select_bucket(state, 0, k, buffers.capacity);
+  const BucketChoice middle = find_bucket(histogram, k_remaining, false);
+  k_remaining -= middle.above;
+  zero_histogram(histogram);
+  __syncthreads();
+  for_each_key(buffers.candidates[0], top.count, 1, [&](uint32_t key, bool valid) {
+    const bool winner = valid && digit_of(key, 1) > middle.bin;
+    const bool in_bucket = valid && digit_of(key, 1) == middle.bin;
+    const uint32_t slot = warp_append_slot(winner, &winner_count);
+    if (winner) keys[slot] = to_value(key);
+    const uint32_t at = warp_append_slot(in_bucket, &bucket_count[1]);
+    if (in_bucket) {
+      buffers.candidates[1][at] = to_value(key);
+      atomicAdd(&histogram[digit_of(key, 2)], 1u);
+    }
+  });
+  __threadfence();
+  __syncthreads();
+  const BucketChoice bottom = find_bucket(histogram, k_remaining, false);
+  k_remaining -= bottom.above;
+  const uint32_t threshold = top.bin << digit_shift(0) | middle.bin << digit_shift(1) | bottom.bin;
+  for_each_key(buffers.candidates[1], middle.count, 1, [&](uint32_t key, bool valid) {
+    const bool winner = valid && key > threshold;
+    const uint32_t slot = warp_append_slot(winner, &winner_count);
+    if (winner) keys[slot] = to_value(key);
+  });
+  // The winners fill keys[0..k - k_remaining); the rest are copies of the k-th largest.
+  for (uint32_t i = k - k_remaining + threadIdx.x; i < k; i += threads) keys[i] = to_value(threshold);
+  __syncthreads();
+  block_sort_descending(keys, k, out);
 }
 
-// Pass 1 or 2: sends the values above the chosen bucket to the result, copies the bucket's
-// values to the candidate buffer (when they fit) and histograms their next digit.
+// Pass 1 or 2 of the all-blocks path: sends the values above the chosen bucket to the result,
+// copies the bucket's values to the candidate buffer (when they fit) and histograms their
+// next digit.
 template <int Pass>
-__global__ void __launch_bounds__(threads)
-    narrow_pass_kernel(const int32_t* in, size_t n, SelectState* state, Buffers buffers) {
-  static_assert(Pass == 1 || Pass == 2, "passes 1 and 2 narrow; pass 0 and 3 have their own kernels");
-  __shared__ uint32_t histogram[bin_count];
-  // Pass 1 reads the prefilter buffer when it holds every value at or above the chosen bucket.
-  const bool from_prefilter = Pass == 1 && state->prefilter_on && state->prefilter_count <= buffers.capacity;
-  const bool from_buffer = Pass == 2 && state->buffered[0];
-  const int32_t* src = from_buffer ? buffers.candidates[0] : from_prefilter ? buffers.prefiltered : in;
-  const size_t count = from_buffer ? state->candidate_count[0] : from_prefilter ? state->prefilter_count : n;
-  const unsigned blocks = active_blocks(count);
-  if (blockIdx.x >= blocks) return;
-
-  const uint32_t prefix = state->prefix;
+__device__ void narrow_pass(const int32_t* src, size_t count, uint32_t prefix, bool copy_bucket, SelectState* state,
+                            const Buffers& buffers, uint32_t* histogram) {
+  static_assert(Pass == 1 || Pass == 2, "passes 1 and 2 narrow");
   const uint32_t group_mask = decided_mask(Pass - 2);  // keys outside the group were settled earlier
   const uint32_t bucket_mask = decided_mask(Pass - 1);
-  const bool copy_bucket = state->buffered[Pass - 1];
   int32_t* candidates = buffers.candidates[Pass - 1];
   zero_histogram(histogram);
   __syncthreads();
-  for_each_key(src, count, blocks, [&](uint32_t key, bool valid) {
+  for_each_key(src, count, active_blocks(count), [&](uint32_t key, bool valid) {
     const bool in_group = valid && (key & group_mask) == (prefix & group_mask);
     const bool winner = in_group && (key & bucket_mask) > prefix;
     const bool in_bucket = in_group && (key & bucket_mask) == prefix;
@@ -289,43 +315,118 @@ __global__ void __launch_bounds__(threads)
   });
   __syncthreads();
   flush_histogram(histogram, state->histogram[Pass]);
-  if (is_last_block(&state->blocks_done[Pass], blocks))
-    select_bucket(state, Pass, state->k_remaining, buffers.capacity);
 }
 
-// Pass 3: the k-th largest key is `prefix`. Writes the remaining values above it, then
-// k_remaining copies of it, and (for small k) sorts the results in the last block.
-__global__ void __launch_bounds__(threads) gather_kernel(const int32_t* in, size_t n, uint32_t k, SelectState* state,
-                                                         Buffers buffers, int32_t* out, bool sort_in_block) {
-  const bool from_buffer = state->buffered[1];
-  const int32_t* src = from_buffer ? buffers.candidates[1] : in;
-  const size_t count = from_buffer ? state->candidate_count[1] : n;
-  const unsigned blocks = active_blocks(count);
-  if (blockIdx.x >= blocks) return;
+// The whole selection: see the file comment for the steps. sample_rank is r of step S.
+__global__ void __launch_bounds__(threads)
+    radix_select_kernel(const int32_t* in, size_t n, uint32_t k, uint32_t sample_rank, SelectState* state,
+                        Buffers buffers, int32_t* out, bool sort_in_block) {
+  __shared__ uint32_t histogram[bin_count];
+  __shared__ int32_t keys[TopkTuning::block_sort_capacity];
+  const cg::grid_group grid = cg::this_grid();
 
-  const uint32_t threshold = state->prefix;
-  const uint32_t k_remaining = state->k_remaining;
+  // Step S. Zeroing here is safe: nothing but the sample histogram is touched before the barrier.
+  {
+    uint32_t* words = &state->histogram[0][0];
+    const size_t word_count = (sizeof(SelectState) - sizeof(state->sample_histogram)) / sizeof(uint32_t);
+    for (size_t i = grid.thread_rank(); i < word_count; i += grid.size()) words[i] = 0;
+  }
+  const size_t sample_count = sample_size(n);
+  zero_histogram(histogram);
+  __syncthreads();
+  const size_t sample_stride = size_t(gridDim.x) * threads;
+  for (size_t first = size_t(blockIdx.x) * threads + threadIdx.x; first < sample_count;
+       first += items_per_thread * sample_stride) {
+    int32_t values[items_per_thread];  // all loads in flight before the first atomic
+#pragma unroll
+    for (int u = 0; u < items_per_thread; ++u) {
+      const size_t s = first + u * sample_stride;
+      values[u] = s < sample_count ? __ldg(&in[s / sample_run * sample_period + s % sample_run]) : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < items_per_thread; ++u)
+      if (first + u * sample_stride < sample_count) atomicAdd(&histogram[digit_of(to_key(values[u]), 0)], 1u);
+  }
+  __syncthreads();
+  flush_histogram(histogram, state->sample_histogram);
+  grid.sync();
+
+  // Step 0.
+  bool prefilter = true;
+  uint32_t prefilter_bucket = 0;  // all values, when the input is small enough to copy whole
+  if (sample_count >= sample_rank)
+    prefilter_bucket = find_bucket(state->sample_histogram, sample_rank, true).bin;
+  else
+    prefilter = n <= buffers.capacity;
+  zero_histogram(histogram);
+  __syncthreads();
+  for_each_key(in, n, active_blocks(n), [&](uint32_t key, bool valid) {
+    if (valid) atomicAdd(&histogram[digit_of(key, 0)], 1u);
+    if (prefilter) {
+      const bool keep = valid && digit_of(key, 0) >= prefilter_bucket;
+      const uint32_t slot = warp_append_slot(keep, &state->prefilter_count);
+      if (keep && slot < buffers.capacity) buffers.prefiltered[slot] = to_value(key);
+    }
+  });
+  __syncthreads();
+  flush_histogram(histogram, state->histogram[0]);
+  grid.sync();
+
+  if (blockIdx.x == 0) zero_histogram(state->sample_histogram);  // every block has read it
+  const BucketChoice top = find_bucket(state->histogram[0], k, true);
+  const uint32_t prefilter_count = __ldcg(&state->prefilter_count);
+  // The prefilter holds the chosen bucket and everything above it.
+  const bool prefilter_holds = prefilter && prefilter_count <= buffers.capacity && top.bin >= prefilter_bucket;
+  if (prefilter_holds && sort_in_block && prefilter_count <= TopkTuning::fast_finish_limit) {
+    if (blockIdx.x == 0) finish_in_block(buffers, prefilter_count, top, k, histogram, keys, out);
+    return;
+  }
+
+  // The all-blocks path. Every block makes the same choices from the same histograms.
+  uint32_t prefix = top.bin << digit_shift(0);
+  uint32_t k_remaining = k - top.above;
+  const bool buffered0 = top.count <= buffers.capacity;
+  narrow_pass<1>(prefilter_holds ? buffers.prefiltered : in, prefilter_holds ? prefilter_count : n, prefix, buffered0,
+                 state, buffers, histogram);
+  grid.sync();
+
+  const BucketChoice middle = find_bucket(state->histogram[1], k_remaining, true);
+  prefix |= middle.bin << digit_shift(1);
+  k_remaining -= middle.above;
+  const bool buffered1 = middle.count <= buffers.capacity;
+  narrow_pass<2>(buffered0 ? buffers.candidates[0] : in, buffered0 ? __ldcg(&state->candidate_count[0]) : n, prefix,
+                 buffered1, state, buffers, histogram);
+  grid.sync();
+
+  // Pass 3: the k-th largest key is now known; the rest of the winners above it, then copies.
+  const BucketChoice bottom = find_bucket(state->histogram[2], k_remaining, true);
+  const uint32_t threshold = prefix | bottom.bin;
+  k_remaining -= bottom.above;
   const uint32_t group_mask = decided_mask(1);
-  for_each_key(src, count, blocks, [&](uint32_t key, bool valid) {
-    const bool in_group = valid && (key & group_mask) == (threshold & group_mask);
-    const bool winner = in_group && key > threshold;
-    const bool tie = valid && key == threshold;
+  const int32_t* src = buffered1 ? buffers.candidates[1] : in;
+  const size_t count = buffered1 ? __ldcg(&state->candidate_count[1]) : n;
+  for_each_key(src, count, active_blocks(count), [&](uint32_t key, bool valid) {
+    const bool winner = valid && (key & group_mask) == (threshold & group_mask) && key > threshold;
     const uint32_t slot = warp_append_slot(winner, &state->winner_count);
     if (winner) buffers.unsorted[slot] = to_value(key);
-    const uint32_t copy = warp_append_slot(tie, &state->tie_count);
-    if (tie && copy < k_remaining) buffers.unsorted[k - k_remaining + copy] = to_value(key);
   });
-  if (is_last_block(&state->blocks_done[3], blocks) && sort_in_block) block_sort_descending(buffers.unsorted, k, out);
+  for (size_t i = k - k_remaining + grid.thread_rank(); i < k; i += grid.size()) buffers.unsorted[i] = to_value(threshold);
+  if (!sort_in_block) return;  // cub::DeviceRadixSort follows on the stream
+  grid.sync();
+  if (blockIdx.x != 0) return;
+  for (uint32_t i = threadIdx.x; i < k; i += threads) keys[i] = __ldcg(&buffers.unsorted[i]);
+  block_sort_descending(keys, k, out);
 }
 
-// One temporary allocation, carved into the pieces the passes need.
+// One device allocation, carved into the pieces the kernel needs; the state comes first so
+// that it stays in place when the allocation is reused for another n or k.
 struct Workspace {
-  size_t state_offset = 0, prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, total = 0;
+  size_t prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, total = 0;
   size_t sort_bytes = 0;
   uint32_t capacity = 0;
 
   Workspace(size_t n, int k) {
-    // Spread-out data leaves ~n/2048 values in a bucket (the prefilter 16 k more); a bucket
+    // Spread-out data leaves ~n/2048 values in a bucket (the prefilter ~16 k more); a bucket
     // above n/16 (few distinct values) is cheaper to re-read from the input than to copy.
     const size_t floor = size_t(1) << 16;
     capacity = uint32_t(n < floor ? n : (n / 16 > floor ? n / 16 : floor));
@@ -337,7 +438,7 @@ struct Workspace {
       total += (bytes + 255) / 256 * 256;
       return at;
     };
-    state_offset = take(sizeof(SelectState));
+    take(sizeof(SelectState));
     prefiltered_offset = take(capacity * sizeof(int32_t));
     candidates_offset[0] = take(capacity * sizeof(int32_t));
     candidates_offset[1] = take(capacity * sizeof(int32_t));
@@ -346,31 +447,49 @@ struct Workspace {
   }
 };
 
-// Without this the pool hands its memory back to the driver at every synchronisation, and
-// each call pays for a fresh allocation of its buffers.
-void keep_pool_memory_between_calls() {
-  static const bool done = [] {
-    int device = 0;
-    cudaMemPool_t pool;
-    cudaGetDevice(&device);
-    cudaDeviceGetDefaultMemPool(&pool, device);
-    uint64_t keep_all = UINT64_MAX;
-    cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all);
-    return true;
-  }();
-  (void)done;
+// The workspace is kept per device between calls and grown when a call needs more: a
+// cudaMallocAsync per call costs more than the selection at n = 10^7. Because of it, calls
+// on one device must not overlap: two streams running topk at once would share it.
+struct DeviceScratch {
+  char* workspace = nullptr;
+  size_t bytes = 0;
+  unsigned grid = 0;  // blocks that fit on the device at once, as a cooperative launch needs
+};
+
+char* scratch_for(size_t bytes, unsigned& grid, cudaStream_t stream) {
+  constexpr int max_devices = 64;
+  static DeviceScratch scratch[max_devices];
+  static std::mutex mutex;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device >= max_devices) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  DeviceScratch& mine = scratch[device];
+  if (mine.grid == 0) {
+    int sm_count = 0, per_sm = 0;
+    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, radix_select_kernel, threads, 0);
+    mine.grid = unsigned(sm_count * (per_sm > 0 ? per_sm : 1));
+  }
+  grid = mine.grid;
+  if (mine.bytes < bytes) {
+    if (mine.workspace != nullptr) cudaFree(mine.workspace);  // waits for calls still using it
+    mine.workspace = nullptr;
+    mine.bytes = 0;
+    if (cudaMalloc(&mine.workspace, bytes) != cudaSuccess) return nullptr;
+    mine.bytes = bytes;
+    // The kernel leaves the sample histogram zeroed for the next call; this is the first.
+    if (cudaMemsetAsync(mine.workspace, 0, sizeof(SelectState), stream) != cudaSuccess) return nullptr;
+  }
+  return mine.workspace;
 }
 
-// Enough blocks to fill every SM once; the kernels stride over larger inputs.
-unsigned grid_size() {
-  static const unsigned blocks = [] {
-    int device = 0, sm_count = 0, per_sm = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, narrow_pass_kernel<1>, threads, 0);
-    return unsigned(sm_count * (per_sm > 0 ? per_sm : 1));
-  }();
-  return blocks;
+// r of step S: the sample's r-th largest lies ~16 r deep in the input, so r a few standard
+// deviations above k/16 leaves k values above it all but surely (and r = k for sure). When it
+// does not, the kernel sees it and takes the all-blocks path.
+uint32_t sample_rank(size_t n, int k) {
+  const double expected = double(k) * double(sample_size(n)) / double(n);
+  const double rank = std::ceil(expected + 4 * std::sqrt(expected) + 8);
+  return rank >= double(k) ? uint32_t(k) : uint32_t(rank);
 }
 
 }  // namespace
@@ -380,30 +499,26 @@ extern "C" void topk(const int32_t* d_in, size_t n, int k, int32_t* d_out, cudaS
     std::fprintf(stderr, "topk: needs 1 <= k <= n < 2^32 (k = %d, n = %zu); d_out was not written\n", k, n);
     return;
   }
-  keep_pool_memory_between_calls();
   const Workspace plan(n, k);
-  char* workspace = nullptr;
-  if (cudaMallocAsync(&workspace, plan.total, stream) != cudaSuccess) return;  // the error stays visible
+  unsigned grid = 0;
+  char* workspace = scratch_for(plan.total, grid, stream);
+  if (workspace == nullptr) return;  // the CUDA error stays visible to the caller
 
-  auto* state = reinterpret_cast<SelectState*>(workspace + plan.state_offset);
-  const Buffers buffers{reinterpret_cast<int32_t*>(workspace + plan.prefiltered_offset),
-                        {reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[0]),
-                         reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[1])},
-                        plan.capacity,
-                        reinterpret_cast<int32_t*>(workspace + plan.unsorted_offset)};
-  const bool sort_in_block = k <= TopkTuning::block_sort_capacity;
-  const unsigned grid = grid_size();
-
-  cudaMemsetAsync(state, 0, sizeof(SelectState), stream);
-  sample_histogram_kernel<<<grid, threads, 0, stream>>>(d_in, n, uint32_t(k), state);
-  top_digit_histogram_kernel<<<grid, threads, 0, stream>>>(d_in, n, uint32_t(k), state, buffers);
-  narrow_pass_kernel<1><<<grid, threads, 0, stream>>>(d_in, n, state, buffers);
-  narrow_pass_kernel<2><<<grid, threads, 0, stream>>>(d_in, n, state, buffers);
-  gather_kernel<<<grid, threads, 0, stream>>>(d_in, n, uint32_t(k), state, buffers, d_out, sort_in_block);
+  auto* state = reinterpret_cast<SelectState*>(workspace);
+  Buffers buffers{reinterpret_cast<int32_t*>(workspace + plan.prefiltered_offset),
+                  {reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[0]),
+                   reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[1])},
+                  plan.capacity,
+                  reinterpret_cast<int32_t*>(workspace + plan.unsorted_offset)};
+  uint32_t k32 = uint32_t(k), rank = sample_rank(n, k);
+  bool sort_in_block = k <= TopkTuning::block_sort_capacity;
+  void* args[] = {&d_in, &n, &k32, &rank, &state, &buffers, &d_out, &sort_in_block};
+  if (cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(radix_select_kernel), dim3(grid), dim3(threads), args,
+                                  0, stream) != cudaSuccess)
+    return;
   if (!sort_in_block) {
     size_t sort_bytes = plan.sort_bytes;
-    cub::DeviceRadixSort::SortKeysDescending(workspace + plan.sort_offset, sort_bytes, buffers.unsorted, d_out, k,
-                                             0, 32, stream);
+    cub::DeviceRadixSort::SortKeysDescending(workspace + plan.sort_offset, sort_bytes, buffers.unsorted, d_out, k, 0,
+                                             32, stream);
   }
-  cudaFreeAsync(workspace, stream);
 }
