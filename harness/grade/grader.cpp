@@ -342,4 +342,28 @@ LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOp
   return result;
 }
 
+int export_case(const LabSpec& lab, const std::string& case_name, const Toolchain& toolchain,
+                std::uint64_t seed, const std::string& out_dir) {
+  const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
+  bool known = false;
+  for (const labkit::Case& c : dataset.correctness) known = known || c.name == case_name;
+  if (!known) throw std::invalid_argument("lab " + lab.id + " has no correctness case '" + case_name + "'");
+  const fs::path build_labs = fs::path(toolchain.build_root) / "labs";
+  const std::string reference = (build_labs / ("lab-" + lab.dir + "-solution.so")).string();
+  const std::vector<std::string> argv = {(build_labs / ("lab-" + lab.dir + "-runner")).string(),
+                                         "--student", reference, "--reference", reference,
+                                         "--dataset", lab.dataset, "--seed", std::to_string(seed),
+                                         "--export", out_dir, "--test-suite=correctness",
+                                         "--subcase=" + case_name, "--no-intro=true"};
+  fs::create_directories(out_dir);
+  const ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (fs::path(out_dir) / "export.log").string()};
+  const ChildOutcome outcome = run_child(request, {lab.time_limit_seconds, 2 * lab.time_limit_seconds});
+  if (outcome.exit_code != 0) {
+    std::cerr << outcome.output_tail << "\n";
+    return outcome.exit_code == labkit::skip_exit_code ? 3 : 4;
+  }
+  std::cout << "wrote " << (fs::path(out_dir) / case_name).string() << "/*.npy (open with numpy.load)\n";
+  return 0;
+}
+
 }  // namespace grade

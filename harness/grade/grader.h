@@ -47,6 +47,11 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
 void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options, int gpu,
              LabResult& result);
 
+// Runs one case's checks on the reference solution with --export, so its input and expected
+// output land as .npy files in out_dir/<case>/. Returns the runner's exit status.
+int export_case(const LabSpec& lab, const std::string& case_name, const Toolchain& toolchain,
+                std::uint64_t seed, const std::string& out_dir);
+
 // Both stages, one after the other.
 LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options);
 

@@ -143,6 +143,12 @@ int main(int argc, char** argv) {
   CLI::App* lab_command = app.add_subcommand("lab", "grade the labs named (number, name or folder)");
   lab_command->add_option("labs", lab_keys, "e.g. 01, histogram or 01-histogram")->required();
   CLI::App* all_command = app.add_subcommand("all", "grade every lab");
+  std::string export_lab, export_case;
+  CLI::App* export_command =
+      app.add_subcommand("export", "write a case's input and expected output as .npy files (needs a GPU)");
+  export_command->add_option("lab", export_lab, "the lab (number, name or folder)")->required();
+  export_command->add_option("case", export_case, "the case's name in the lab's dataset")->required();
+  export_command->fallthrough();
   // Flags may come before or after the subcommand: `grade lab 01 --solution` works too.
   lab_command->fallthrough();
   all_command->fallthrough();
@@ -155,6 +161,10 @@ int main(int argc, char** argv) {
       list_labs(catalog);
       if (!list) std::cout << "\nGrade one with `./grade lab 01`, all with `./grade all`; see --help.\n";
       return exit_all_passed;
+    }
+    if (export_command->parsed()) {
+      const fs::path out = out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "exports" : fs::path(out_dir);
+      return grade::export_case(grade::find_lab(catalog, export_lab), export_case, toolchain, seed, out.string());
     }
     std::vector<grade::LabSpec> chosen;
     if (lab_command->parsed())

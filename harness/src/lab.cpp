@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -18,6 +19,7 @@ namespace labkit {
 namespace {
 
 struct RunnerState {
+  std::string export_dir;
   std::unique_ptr<Module> student;
   std::unique_ptr<Module> reference;
   Dataset dataset;
@@ -69,6 +71,8 @@ void* Module::symbol(const char* name) const {
 const Module& student_module() { return loaded(state().student, "student"); }
 const Module& reference_module() { return loaded(state().reference, "reference"); }
 const Dataset& dataset() { return state().dataset; }
+const std::string& export_dir() { return state().export_dir; }
+void make_directories(const std::string& path) { std::filesystem::create_directories(path); }
 
 void verdict(const Case& c, bool passed, const std::string& message) {
   emit_result({{"type", "correctness"}, {"case", c.name}, {"passed", passed}, {"message", message}});
@@ -136,7 +140,7 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
 namespace {
 
 struct RunnerArguments {
-  std::string student, reference, dataset;
+  std::string student, reference, dataset, export_dir;
   std::uint64_t seed = 0;
   bool listing_only = false;
   std::vector<char*> doctest_argv;
@@ -163,7 +167,8 @@ RunnerArguments parse_arguments(int argc, char** argv) {
     std::string seed;
     if (take_value("--student", i, argc, argv, args.student) ||
         take_value("--reference", i, argc, argv, args.reference) ||
-        take_value("--dataset", i, argc, argv, args.dataset))
+        take_value("--dataset", i, argc, argv, args.dataset) ||
+        take_value("--export", i, argc, argv, args.export_dir))
       continue;
     if (take_value("--seed", i, argc, argv, seed)) {
       args.seed = std::stoull(seed);
@@ -193,6 +198,7 @@ int main(int argc, char** argv) {
   }
   try {
     auto& s = state();
+    s.export_dir = args.export_dir;
     if (!args.dataset.empty()) s.dataset = load_dataset(args.dataset, args.seed);
     if (!args.reference.empty()) s.reference = std::make_unique<Module>(args.reference);
     if (!args.student.empty()) s.student = std::make_unique<Module>(args.student);

@@ -46,6 +46,8 @@ void check_histogram(const Case& c) {
   const size_t offset = size_t(c.integer("offset", 0));
   const std::vector<uint8_t> input = make_input(c);
   const Histogram expected = cpu_histogram(input, offset);
+  labkit::export_array(c, "input", std::vector<uint8_t>(input.begin() + offset, input.end()));
+  labkit::export_array(c, "expected_bins", expected);
 
   DeviceBuffer<uint8_t> d_in(input);
   DeviceBuffer<uint32_t> d_bins(bin_count);

@@ -181,6 +181,9 @@ std::string diagnose_dot(const Case& c, const DotInputs& in, uint64_t expected, 
 void check_dot(const Case& c) {
   const DotInputs in = make_dot_inputs(c);
   const uint64_t expected = cpu_dot(in, c.n);
+  labkit::export_array(c, "a", std::vector<int32_t>(in.a.begin() + in.offset_a, in.a.end()));
+  labkit::export_array(c, "b", std::vector<int32_t>(in.b.begin() + in.offset_b, in.b.end()));
+  labkit::export_array(c, "expected_result", std::vector<int64_t>{int64_t(expected)});
   const std::vector<uint64_t> results = run_dot(c, in, c.n);
   const bool ok = std::all_of(results.begin(), results.end(), [&](uint64_t r) { return r == expected; });
   labkit::verdict(c, ok, ok ? "" : diagnose_dot(c, in, expected, results));
@@ -208,6 +211,8 @@ void check_argmax(const Case& c) {
   if (c.n == 0) throw std::invalid_argument("argmax cases need n >= 1");
   const std::vector<int32_t> in = labkit::generate<int32_t>(c.n, c.input);
   const int64_t expected = std::max_element(in.begin(), in.end()) - in.begin();
+  labkit::export_array(c, "input", in);
+  labkit::export_array(c, "expected_index", std::vector<int64_t>{expected});
   DeviceBuffer<int32_t> d_in(in);
   DeviceBuffer<int64_t> d_index(1);
   auto* argmax_fn = labkit::student<decltype(argmax)>("argmax");

@@ -66,6 +66,8 @@ void check_topk(const Case& c) {
   const int k = case_k(c);
   const Values input = labkit::generate<int32_t>(c.n, c.input);
   const Values expected = cpu_topk(input, k);
+  labkit::export_array(c, "input", input);
+  labkit::export_array(c, "expected_topk", expected);
 
   DeviceBuffer<int32_t> d_in(input);
   DeviceBuffer<int32_t> d_out{size_t(k)};

@@ -268,9 +268,27 @@ bool nan_goes_away_with_zero_c(const Shape& s, GuardedMatrix& d_a, GuardedMatrix
   return true;
 }
 
+// For `grade export`: the operands, and the whole expected C worked out in double.
+void export_operands(const Case& c, const Shape& s, const Operands& ops) {
+  if (labkit::export_dir().empty()) return;
+  labkit::export_array(c, "a", ops.a, {size_t(s.m), size_t(s.k)});
+  labkit::export_array(c, "b", ops.b, {size_t(s.k), size_t(s.n)});
+  if (s.beta != 0) labkit::export_array(c, "c_before", ops.c, {size_t(s.m), size_t(s.n)});
+  std::vector<double> expected(size_t(s.m) * s.n);
+  for (int row = 0; row < s.m; ++row)
+    for (int col = 0; col < s.n; ++col) {
+      double dot = 0;
+      for (int p = 0; p < s.k; ++p) dot += double(ops.a[size_t(row) * s.k + p]) * ops.b[size_t(p) * s.n + col];
+      const size_t at = size_t(row) * s.n + col;
+      expected[at] = s.alpha * dot + (s.beta != 0 ? double(s.beta) * ops.c[at] : 0.0);
+    }
+  labkit::export_array(c, "expected_c", expected, {size_t(s.m), size_t(s.n)});
+}
+
 void check_sgemm(const Case& c) {
   const Shape s = shape_of(c);
   const Operands ops = make_operands(s, c.input);
+  export_operands(c, s, ops);
   GuardedMatrix d_a(ops.a), d_b(ops.b), d_c(ops.c);
   labkit::student<decltype(sgemm)>("sgemm")(s.m, s.n, s.k, s.alpha, d_a.data(), d_b.data(), s.beta, d_c.data(),
                                            nullptr);

@@ -8,6 +8,7 @@
 #include "labkit/dataset.h"
 #include "labkit/device.h"
 #include "labkit/generators.h"
+#include "labkit/npy.h"
 #include "labkit/timing.h"
 
 #include <doctest/doctest.h>
@@ -34,6 +35,8 @@ private:
   void* handle_ = nullptr;
 };
 
+void make_directories(const std::string& path);
+
 const Module& student_module();
 const Module& reference_module();
 const Dataset& dataset();
@@ -47,6 +50,20 @@ Fn* student(const char* name) {
 template <class Fn>
 Fn* reference(const char* name) {
   return reinterpret_cast<Fn*>(reference_module().symbol(name));
+}
+
+// Where `grade export` asked the runner to write arrays (--export DIR), or empty.
+const std::string& export_dir();
+
+// With --export, writes `values` to DIR/<case>/<name>.npy; otherwise does nothing. A lab's
+// checks export each case's inputs and expected outputs, so students can open them in NumPy.
+template <class T>
+void export_array(const Case& c, const std::string& name, const std::vector<T>& values,
+                  std::vector<std::size_t> shape = {}) {
+  if (export_dir().empty()) return;
+  const std::string folder = export_dir() + "/" + c.name;
+  make_directories(folder);
+  write_npy(folder + "/" + name + ".npy", values, std::move(shape));
 }
 
 // Records a correctness verdict for one case: a doctest CHECK (so meson test and the
