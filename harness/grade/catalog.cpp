@@ -25,6 +25,10 @@ LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
     lab.student_files = rubric["student_files"].as<std::vector<std::string>>();
     if (rubric["forbidden"]) lab.forbidden = rubric["forbidden"].as<std::vector<std::string>>();
     lab.time_limit_seconds = rubric["time_limit_seconds"].as<int>(300);
+    if (const YAML::Node needs = rubric["requires"]) {
+      lab.min_compute_capability = needs["compute_capability"].as<std::string>(lab.min_compute_capability);
+      lab.min_gpus = needs["gpus"].as<int>(lab.min_gpus);
+    }
     lab.correctness_points = rubric["correctness"]["points"].as<double>();
     for (const auto& entry : rubric["performance"])
       lab.performance.push_back({entry["case"].as<std::string>(), entry["points"].as<double>(),

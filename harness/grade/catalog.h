@@ -22,6 +22,8 @@ struct LabSpec {
   std::vector<std::string> student_files;  // relative to the lab folder
   std::vector<std::string> forbidden;      // library names: "cub", "thrust", "cublas"
   int time_limit_seconds = 300;
+  std::string min_compute_capability = "7.5";  // `requires:` in lab.yaml
+  int min_gpus = 1;
   double correctness_points = 0;
   std::vector<PerformanceRubric> performance;
 };

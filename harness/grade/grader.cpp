@@ -153,6 +153,7 @@ RunOutcome run_checks(const RunContext& context, const std::vector<std::string>&
       "--reference", (build_labs / ("lab-" + lab.dir + "-solution.so")).string(),
       "--dataset", lab.dataset,
       "--seed", std::to_string(options.seed),
+      "--min-compute-capability", lab.min_compute_capability, "--min-gpus", std::to_string(lab.min_gpus),
       options.performance ? "--test-suite=correctness,performance" : "--test-suite=correctness",
       "--no-intro=true"};
   argv.insert(argv.end(), filters.begin(), filters.end());

@@ -15,6 +15,19 @@ std::optional<std::string> why_no_gpu() {
   return std::nullopt;
 }
 
+std::optional<std::string> why_unsupported(const Requirements& needed) {
+  if (auto reason = why_no_gpu()) return reason;
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (count < needed.gpus)
+    return "needs " + std::to_string(needed.gpus) + " GPUs, this machine has " + std::to_string(count);
+  const DeviceInfo& device = current_device();
+  if (device.major * 10 + device.minor < needed.major * 10 + needed.minor)
+    return "needs compute capability " + std::to_string(needed.major) + "." + std::to_string(needed.minor) +
+           " or newer; " + device.name + " has " + std::to_string(device.major) + "." + std::to_string(device.minor);
+  return std::nullopt;
+}
+
 static DeviceInfo query_current_device() {
   DeviceInfo info;
   CUDA_CHECK(cudaGetDevice(&info.ordinal));

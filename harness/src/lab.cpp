@@ -141,6 +141,7 @@ namespace {
 
 struct RunnerArguments {
   std::string student, reference, dataset, export_dir;
+  labkit::Requirements needs;
   std::uint64_t seed = 0;
   bool listing_only = false;
   std::vector<char*> doctest_argv;
@@ -174,6 +175,15 @@ RunnerArguments parse_arguments(int argc, char** argv) {
       args.seed = std::stoull(seed);
       continue;
     }
+    std::string value;
+    if (take_value("--min-compute-capability", i, argc, argv, value)) {
+      std::sscanf(value.c_str(), "%d.%d", &args.needs.major, &args.needs.minor);
+      continue;
+    }
+    if (take_value("--min-gpus", i, argc, argv, value)) {
+      args.needs.gpus = std::stoi(value);
+      continue;
+    }
     const std::string arg = argv[i];
     for (const char* listing : {"-ltc", "--list-test-cases", "-lts", "--list-test-suites", "-h", "--help", "-?"})
       if (arg.rfind(listing, 0) == 0) args.listing_only = true;
@@ -191,8 +201,8 @@ int main(int argc, char** argv) {
   doctest::Context context(int(args.doctest_argv.size()), args.doctest_argv.data());
   if (args.listing_only) return context.run();
 
-  if (const auto reason = why_no_gpu()) {
-    std::printf("SKIPPED: %s: these tests need an NVIDIA GPU\n", reason->c_str());
+  if (const auto reason = why_unsupported(args.needs)) {
+    std::printf("SKIPPED: %s: these tests cannot run here\n", reason->c_str());
     emit_result({{"type", "skipped"}, {"reason", *reason}});
     return skip_exit_code;
   }

@@ -21,6 +21,17 @@ struct DeviceInfo {
 // Why no CUDA device can be used here ("no CUDA device", driver errors...), or nothing.
 std::optional<std::string> why_no_gpu();
 
+// What a lab needs of the machine; the kit as a whole needs CUDA 13's floor, 7.5.
+struct Requirements {
+  int major = 7;
+  int minor = 5;
+  int gpus = 1;
+};
+
+// Why this machine cannot run a lab with these requirements (no GPU, too old a GPU, too few
+// GPUs), or nothing.
+std::optional<std::string> why_unsupported(const Requirements& needed);
+
 // The device the runtime will use. Requires a GPU.
 const DeviceInfo& current_device();
 
