@@ -39,11 +39,6 @@ std::uint64_t hash_bytes(const std::string& bytes, std::uint64_t h = 14695981039
   return h;
 }
 
-std::string file_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // What a saved result depends on: the student's files, the lab's checks, reference, dataset
 // and rubric, and the grading options. Any change means grading again.
 std::string fingerprint(const LabJob& job, const Toolchain& tc, const GradeOptions& options) {
@@ -53,9 +48,9 @@ std::string fingerprint(const LabJob& job, const Toolchain& tc, const GradeOptio
   for (const fs::path& kit_file :
        {build_labs / ("lab-" + lab.dir + "-runner"), build_labs / ("lab-" + lab.dir + "-solution.so"),
         fs::path(lab.dataset), fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml"})
-    h = hash_bytes(file_bytes(kit_file), h);
+    h = hash_bytes(read_file(kit_file.string()), h);
   for (const std::string& file : lab.student_files)
-    h = hash_bytes(job.student_dir.empty() ? "missing" : file + file_bytes(fs::path(job.student_dir) / file), h);
+    h = hash_bytes(job.student_dir.empty() ? "missing" : file + read_file((fs::path(job.student_dir) / file).string()), h);
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
   return text;

@@ -104,19 +104,14 @@ const std::vector<LibrarySigns>& library_signs() {
   return signs;
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // The first forbidden library the lab's rubric names that the submission uses, with where it
 // was seen; empty when none.
 std::string forbidden_use(const LabSpec& lab, const fs::path& lab_work) {
-  const std::string module = read_file(lab_work / "module.so");
+  const std::string module = read_file((lab_work / "module.so").string());
   for (const LibrarySigns& library : library_signs()) {
     if (std::find(lab.forbidden.begin(), lab.forbidden.end(), library.name) == lab.forbidden.end()) continue;
     for (const std::string& file : lab.student_files)
-      if (std::regex_search(read_file(lab_work / "src" / file), library.include))
+      if (std::regex_search(read_file((lab_work / "src" / file).string()), library.include))
         return std::string(library.name) + ", included in " + file;
     for (const std::string& sign : library.in_module)
       if (module.find(sign) != std::string::npos)
