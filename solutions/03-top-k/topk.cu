@@ -74,6 +74,7 @@ __device__ __forceinline__ uint32_t digit_of(uint32_t key, int digit) {
 struct SelectState {
   uint32_t sample_histogram[bin_count];
   uint32_t histogram[digit_count][bin_count];
+  uint32_t prefilter_histogram[bin_count];  // digit 1 of the values in the prefilter bucket
   uint32_t prefilter_count;  // values pass 0 wanted to copy (more than capacity: overflow)
   uint32_t candidate_count[2];
   uint32_t winner_count;     // values known to be in the top k, written to `unsorted`
@@ -206,7 +207,9 @@ __device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank, bo
 }
 
 // Sorts keys[0..k) (shared memory, k <= block_sort_capacity) largest first into out, with a
-// bitonic network over the next power of two.
+// bitonic network over the next power of two. A warp's pairs at gaps up to 32 stay inside
+// its own 64-key windows, so consecutive such steps need only a warp barrier: 10 of the 55
+// steps for k = 1000 wait for the whole block.
 __device__ void block_sort_descending(int32_t* keys, uint32_t k, int32_t* out) {
   uint32_t size = 1;
   while (size < k) size *= 2;
@@ -214,6 +217,11 @@ __device__ void block_sort_descending(int32_t* keys, uint32_t k, int32_t* out) {
   __syncthreads();
   for (uint32_t run = 2; run <= size; run *= 2) {
     for (uint32_t gap = run / 2; gap > 0; gap /= 2) {
+      // A block barrier when this step or the one before (gap * 2) crosses windows.
+      if (gap >= 64 || (gap == 32 && run >= 128))
+        __syncthreads();
+      else
+        __syncwarp();
       for (uint32_t pair = threadIdx.x; pair < size / 2; pair += threads) {
         const uint32_t lo = 2 * pair - (pair & (gap - 1));
         const bool descending = (lo & run) == 0;  // the final run (run == size) is descending
@@ -223,9 +231,9 @@ __device__ void block_sort_descending(int32_t* keys, uint32_t k, int32_t* out) {
           keys[lo + gap] = a;
         }
       }
-      __syncthreads();
     }
   }
+  __syncthreads();
   for (uint32_t i = threadIdx.x; i < k; i += threads) out[i] = keys[i];
 }
 
@@ -237,42 +245,54 @@ __host__ __device__ size_t sample_size(size_t n) {
 // The fast finish, block 0 alone: the prefilter holds every value whose top digit is
 // `top.bin` or more. Narrows the bucket through digits 1 and 2 (shared-memory histograms,
 // candidates in the global buffers, still in L2), collecting the winners in `keys`, then
-// adds the copies of the k-th largest and sorts.
-__device__ void finish_in_block(const Buffers& buffers, uint32_t prefilter_count, BucketChoice top, uint32_t k,
-                                uint32_t* histogram, int32_t* keys, int32_t* out) {
+// adds the copies of the k-th largest and sorts. When the chosen bucket is the prefilter
+// bucket (the usual case), pass 0 already histogrammed its digit 1, which saves a pass.
+__device__ void finish_in_block(const SelectState* state, const Buffers& buffers, uint32_t prefilter_count,
+                                uint32_t prefilter_bucket, BucketChoice top, uint32_t k, uint32_t* histogram,
+                                int32_t* keys, int32_t* out) {
   __shared__ uint32_t winner_count, bucket_count[2];
   if (threadIdx.x == 0) winner_count = bucket_count[0] = bucket_count[1] = 0;
   zero_histogram(histogram);
   __syncthreads();
   uint32_t k_remaining = k - top.above;
-  for_each_key(buffers.prefiltered, prefilter_count, 1, [&](uint32_t key, bool valid) {
-    const bool winner = valid && digit_of(key, 0) > top.bin;
-    const bool in_bucket = valid && digit_of(key, 0) == top.bin;
-    const uint32_t slot = warp_append_slot(winner, &winner_count);
-    if (winner) keys[slot] = to_value(key);
-    const uint32_t at = warp_append_slot(in_bucket, &bucket_count[0]);
-    if (in_bucket) {
-      buffers.candidates[0][at] = to_value(key);
-      atomicAdd(&histogram[digit_of(key, 1)], 1u);
-    }
-  });
-  __threadfence();
-  __syncthreads();
-  const BucketChoice middle = find_bucket(histogram, k_remaining, false);
+  const bool known_middle = top.bin == prefilter_bucket;
+  BucketChoice middle;
+  if (known_middle) {
+    middle = find_bucket(state->prefilter_histogram, k_remaining, true);
+  } else {
+    for_each_key(buffers.prefiltered, prefilter_count, 1, [&](uint32_t key, bool valid) {
+      const bool winner = valid && digit_of(key, 0) > top.bin;
+      const bool in_bucket = valid && digit_of(key, 0) == top.bin;
+      const uint32_t slot = warp_append_slot(winner, &winner_count);
+      if (winner) keys[slot] = to_value(key);
+      const uint32_t at = warp_append_slot(in_bucket, &bucket_count[0]);
+      if (in_bucket) {
+        buffers.candidates[0][at] = to_value(key);
+        atomicAdd(&histogram[digit_of(key, 1)], 1u);
+      }
+    });
+    __threadfence();
+    __syncthreads();
+    middle = find_bucket(histogram, k_remaining, false);
+    zero_histogram(histogram);
+    __syncthreads();
+  }
   k_remaining -= middle.above;
-  zero_histogram(histogram);
-  __syncthreads();
-  for_each_key(buffers.candidates[0], top.count, 1, [&](uint32_t key, bool valid) {
-    const bool winner = valid && digit_of(key, 1) > middle.bin;
-    const bool in_bucket = valid && digit_of(key, 1) == middle.bin;
-    const uint32_t slot = warp_append_slot(winner, &winner_count);
-    if (winner) keys[slot] = to_value(key);
-    const uint32_t at = warp_append_slot(in_bucket, &bucket_count[1]);
-    if (in_bucket) {
-      buffers.candidates[1][at] = to_value(key);
-      atomicAdd(&histogram[digit_of(key, 2)], 1u);
-    }
-  });
+  // Winners: a higher top digit (only in the prefilter) or the top bucket and a higher digit 1.
+  for_each_key(known_middle ? buffers.prefiltered : buffers.candidates[0], known_middle ? prefilter_count : top.count,
+               1, [&](uint32_t key, bool valid) {
+                 const uint32_t top_digit = digit_of(key, 0), middle_digit = digit_of(key, 1);
+                 const bool winner =
+                     valid && (top_digit > top.bin || (top_digit == top.bin && middle_digit > middle.bin));
+                 const bool in_bucket = valid && top_digit == top.bin && middle_digit == middle.bin;
+                 const uint32_t slot = warp_append_slot(winner, &winner_count);
+                 if (winner) keys[slot] = to_value(key);
+                 const uint32_t at = warp_append_slot(in_bucket, &bucket_count[1]);
+                 if (in_bucket) {
+                   buffers.candidates[1][at] = to_value(key);
+                   atomicAdd(&histogram[digit_of(key, 2)], 1u);
+                 }
+               });
   __threadfence();
   __syncthreads();
   const BucketChoice bottom = find_bucket(histogram, k_remaining, false);
@@ -322,6 +342,7 @@ __global__ void __launch_bounds__(threads)
     radix_select_kernel(const int32_t* in, size_t n, uint32_t k, uint32_t sample_rank, SelectState* state,
                         Buffers buffers, int32_t* out, bool sort_in_block) {
   __shared__ uint32_t histogram[bin_count];
+  __shared__ uint32_t bucket_histogram[bin_count];  // pass 0: digit 1 within the prefilter bucket
   __shared__ int32_t keys[TopkTuning::block_sort_capacity];
   const cg::grid_group grid = cg::this_grid();
 
@@ -359,6 +380,7 @@ __global__ void __launch_bounds__(threads)
   else
     prefilter = n <= buffers.capacity;
   zero_histogram(histogram);
+  zero_histogram(bucket_histogram);
   __syncthreads();
   for_each_key(in, n, active_blocks(n), [&](uint32_t key, bool valid) {
     if (valid) atomicAdd(&histogram[digit_of(key, 0)], 1u);
@@ -366,10 +388,12 @@ __global__ void __launch_bounds__(threads)
       const bool keep = valid && digit_of(key, 0) >= prefilter_bucket;
       const uint32_t slot = warp_append_slot(keep, &state->prefilter_count);
       if (keep && slot < buffers.capacity) buffers.prefiltered[slot] = to_value(key);
+      if (valid && digit_of(key, 0) == prefilter_bucket) atomicAdd(&bucket_histogram[digit_of(key, 1)], 1u);
     }
   });
   __syncthreads();
   flush_histogram(histogram, state->histogram[0]);
+  flush_histogram(bucket_histogram, state->prefilter_histogram);
   grid.sync();
 
   if (blockIdx.x == 0) zero_histogram(state->sample_histogram);  // every block has read it
@@ -378,7 +402,8 @@ __global__ void __launch_bounds__(threads)
   // The prefilter holds the chosen bucket and everything above it.
   const bool prefilter_holds = prefilter && prefilter_count <= buffers.capacity && top.bin >= prefilter_bucket;
   if (prefilter_holds && sort_in_block && prefilter_count <= TopkTuning::fast_finish_limit) {
-    if (blockIdx.x == 0) finish_in_block(buffers, prefilter_count, top, k, histogram, keys, out);
+    if (blockIdx.x == 0)
+      finish_in_block(state, buffers, prefilter_count, prefilter_bucket, top, k, histogram, keys, out);
     return;
   }
 
