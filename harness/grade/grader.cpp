@@ -95,7 +95,8 @@ struct LibrarySigns {
 const std::vector<LibrarySigns>& library_signs() {
   static const std::vector<LibrarySigns> signs = {
       {"cub", std::regex(R"(#\s*include\s*[<"]cub/)"), {"N3cub"}},
-      {"thrust", std::regex(R"(#\s*include\s*[<"]thrust/)"), {"N6thrust"}},
+      // CUB's own templates instantiate Thrust internals, so Thrust is recognised by its include.
+      {"thrust", std::regex(R"(#\s*include\s*[<"]thrust/)"), {}},
       {"cublas", std::regex(R"(#\s*include\s*[<"]cublas_)"), {"libcublas.so", "cublasSgemm", "cublasGemmEx"}},
       {"cublasLt", std::regex(R"(#\s*include\s*[<"]cublasLt)"), {"libcublasLt", "cublasLtMatmul"}},
       {"cutlass", std::regex(R"(#\s*include\s*[<"]cutlass/)"), {"N7cutlass"}},
