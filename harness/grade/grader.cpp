@@ -108,16 +108,19 @@ const std::vector<LibrarySigns>& library_signs() {
 // The first forbidden library the lab's rubric names that the submission uses, with where it
 // was seen; empty when none.
 std::string forbidden_use(const LabSpec& lab, const fs::path& lab_work) {
-  const std::string module = read_file((lab_work / "module.so").string());
-  for (const LibrarySigns& library : library_signs()) {
-    if (std::find(lab.forbidden.begin(), lab.forbidden.end(), library.name) == lab.forbidden.end()) continue;
+  auto forbidden = [&](const LibrarySigns& library) {
+    return std::find(lab.forbidden.begin(), lab.forbidden.end(), library.name) != lab.forbidden.end();
+  };
+  // Includes first: they name the library the student chose (Thrust's code contains CUB's).
+  for (const LibrarySigns& library : library_signs())
     for (const std::string& file : lab.student_files)
-      if (std::regex_search(read_file((lab_work / "src" / file).string()), library.include))
+      if (forbidden(library) && std::regex_search(read_file((lab_work / "src" / file).string()), library.include))
         return std::string(library.name) + ", included in " + file;
+  const std::string module = read_file((lab_work / "module.so").string());
+  for (const LibrarySigns& library : library_signs())
     for (const std::string& sign : library.in_module)
-      if (module.find(sign) != std::string::npos)
+      if (forbidden(library) && module.find(sign) != std::string::npos)
         return std::string(library.name) + ", seen in the compiled code (" + sign + ")";
-  }
   return {};
 }
 
