@@ -118,6 +118,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
 
   TimingStats stats;
   std::vector<double> samples;
+  std::size_t off_stream_samples = 0;
   const auto started = Clock::now();
   for (int sample = 0;; ++sample) {
     if (call.prepare) call.prepare(sample);
@@ -133,9 +134,11 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
     const double wall_ms = 1e3 * seconds_since(wall_start);
     CUDA_CHECK(cudaGetLastError());
 
+    // Past the events by more than launch overhead: work ran where the events cannot see it
+    // (another stream), or the host stalled. Either way the wall clock is the honest time.
     double ms = events.elapsed_ms();
     if (wall_ms - ms > off_stream_threshold_ms(ms)) {
-      stats.off_stream_work = true;
+      ++off_stream_samples;
       ms = wall_ms;
     }
     samples.push_back(ms);
@@ -144,6 +147,8 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
       if (should_stop(rule, stats.ms, seconds_since(started))) break;
     }
   }
+  // A host hiccup touches a sample now and then; hidden work touches most of them.
+  stats.off_stream_work = 2 * off_stream_samples > samples.size();
   stats.sm_clock_mhz = measure_sm_clock_mhz();
   return stats;
 }

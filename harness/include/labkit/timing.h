@@ -15,7 +15,7 @@ namespace labkit {
 struct TimingStats {
   SampleSummary ms;              // per-call milliseconds
   double sm_clock_mhz = 0;       // measured while timing, to spot a throttled GPU
-  bool off_stream_work = false;  // wall clock far above the event time: work on another stream
+  bool off_stream_work = false;  // wall clock far above the event time in most samples: work on another stream
 };
 
 struct TimedCall {
