@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <filesystem>
 
 namespace fs = std::filesystem;
@@ -16,6 +17,12 @@ std::size_t passed_correctness(const LabResult& lab, std::size_t& total) {
   for (const CaseResult& c : lab.cases)
     if (c.kind == "correctness") ++total, passed += c.passed;
   return passed;
+}
+
+std::string points_text(double points) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", points);
+  return text;
 }
 
 bool mentions(const LabResult& lab, const std::string& text) {
@@ -41,10 +48,10 @@ std::vector<std::string> differences(const LabResult& lab, const YAML::Node& exp
                       " passed, expected " + want);
   }
   if (expected["points_at_most"] && lab.points > expected["points_at_most"].as<double>() + 1e-9)
-    found.push_back("scored " + std::to_string(lab.points) + ", expected at most " +
+    found.push_back("scored " + points_text(lab.points) + ", expected at most " +
                     expected["points_at_most"].as<std::string>());
   if (expected["points_at_least"] && lab.points < expected["points_at_least"].as<double>() - 1e-9)
-    found.push_back("scored " + std::to_string(lab.points) + ", expected at least " +
+    found.push_back("scored " + points_text(lab.points) + ", expected at least " +
                     expected["points_at_least"].as<std::string>());
   if (expected["message"] && !mentions(lab, expected["message"].as<std::string>()))
     found.push_back("no message mentions '" + expected["message"].as<std::string>() + "'");
