@@ -37,7 +37,7 @@ const T& loaded(const std::unique_ptr<T>& item, const char* what) {
 }
 
 nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak_gbps) {
-  const double gbps = bytes_moved / (t.ms.median * 1e-3) / 1e9;
+  const double gbps = gigabytes_per_second(bytes_moved, t.ms.median);
   return {{"median_ms", t.ms.median},       {"min_ms", t.ms.min},
           {"mean_ms", t.ms.mean},           {"stdev_ms", t.ms.stdev},
           {"relative_error", t.ms.relative_error}, {"samples", t.ms.count},

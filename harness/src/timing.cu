@@ -186,7 +186,7 @@ double measured_read_bandwidth_gbps() {
                        },
                        {}};
         const TimingStats stats = time_call(read, StoppingRule{0.002, 10, 100, 0.5});
-        best = std::max(best, double(buffer.bytes()) / (stats.ms.median * 1e-3) / 1e9);
+        best = std::max(best, gigabytes_per_second(double(buffer.bytes()), stats.ms.median));
       }
     }
     return best;

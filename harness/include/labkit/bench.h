@@ -23,6 +23,4 @@ inline double start_benchmark(const char* note = "") {
   return peak;
 }
 
-inline double gigabytes_per_second(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
-
 }  // namespace labkit

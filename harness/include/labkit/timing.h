@@ -25,6 +25,8 @@ struct TimedCall {
 
 TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {});
 
+inline double gigabytes_per_second(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
+
 // Device memory read bandwidth in GB/s, measured once per process by a read-only kernel
 // over a buffer far larger than L2. The "% of peak" figures are relative to this.
 double measured_read_bandwidth_gbps();
