@@ -80,6 +80,10 @@ bool build_module(const LabSpec& lab, const std::string& student_dir, const Tool
   ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (lab_work / "build.log").string(), {}, false, {}};
   const ChildOutcome outcome = run_child(request, {build_time_limit_seconds, 2 * build_time_limit_seconds});
   log = tail(outcome.output_tail, build_log_shown_bytes);
+  // Name the student's own files in the diagnostics, not the staged copies.
+  const std::string staged_prefix = staged.string() + "/";
+  for (std::size_t at; (at = log.find(staged_prefix)) != std::string::npos;)
+    log.replace(at, staged_prefix.size(), (fs::path(student_dir) / "").string());
   if (outcome.timed_out) log = "the compiler " + outcome.describe() + "\n" + log;
   return outcome.exit_code == 0 && !outcome.timed_out;
 }
