@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -43,6 +44,23 @@ std::string read_tail(const std::string& path) {
   return (start > 0 ? "[... earlier output cut ...]\n" : "") + text;
 }
 
+// Threads this user runs now: RLIMIT_NPROC counts every one of them, so the child's cap is
+// this plus its own allowance. (The kernel does not apply the cap to root.)
+rlim_t threads_of_this_user() {
+  rlim_t count = 0;
+  const std::string uid = "\t" + std::to_string(getuid()) + "\t";
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    std::ifstream status(entry.path() / "status");
+    bool mine = false;
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Uid:", 0) == 0) mine = line.find(uid) != std::string::npos;
+      if (mine && line.rfind("Threads:", 0) == 0) count += rlim_t(std::stoul(line.substr(8)));
+    }
+  }
+  return count;
+}
+
 void set_limit(int resource, rlim_t value) {
   const rlimit limit{value, value};
   setrlimit(resource, &limit);
@@ -59,6 +77,7 @@ void set_limit(int resource, rlim_t value) {
   set_limit(RLIMIT_CPU, rlim_t(limits.cpu_seconds));
   set_limit(RLIMIT_FSIZE, rlim_t(limits.file_size_bytes));
   set_limit(RLIMIT_CORE, 0);
+  set_limit(RLIMIT_NPROC, limits.process_limit);
   if (!request.working_directory.empty() && chdir(request.working_directory.c_str()) != 0) _exit(126);
   execvpe(argv[0], argv.data(), envp.data());
   const char message[] = "grade: cannot execute the program: ";
@@ -141,6 +160,8 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits) {
   const int log_fd = open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log_fd < 0) throw std::runtime_error("cannot write " + request.log_path);
 
+  ChildLimits child_limits = limits;
+  child_limits.process_limit = threads_of_this_user() + rlim_t(limits.extra_processes);
   std::vector<std::string> argv_strings = request.argv;
   std::vector<std::string> env_strings = child_environment(request, child_end);
   std::vector<char*> argv = pointers(argv_strings);
@@ -149,7 +170,7 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits) {
   const auto started = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) become_child(request, limits, log_fd, argv, envp);
+  if (pid == 0) become_child(request, child_limits, log_fd, argv, envp);
   setpgid(pid, pid);  // also here, so the group exists before we might kill it
   remember_child(pid, true);
   close(log_fd);

@@ -13,6 +13,8 @@ struct ChildLimits {
   int wall_seconds = 300;
   int cpu_seconds = 600;
   long long file_size_bytes = 64ll << 20;  // also caps what the child can print
+  int extra_processes = 256;                 // processes and threads the child may add
+  unsigned long process_limit = 0;           // worked out by run_child
 };
 
 struct ChildOutcome {
