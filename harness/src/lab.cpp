@@ -10,9 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <cstring>
-#include <iostream>
 #include <memory>
-#include <sstream>
 
 namespace labkit {
 
