@@ -1,5 +1,6 @@
 #include "batch.h"
 
+#include "intake.h"
 #include "process.h"
 
 #include <signal.h>
@@ -49,8 +50,11 @@ std::string fingerprint(const LabJob& job, const Toolchain& tc, const GradeOptio
        {build_labs / ("lab-" + lab.dir + "-runner"), build_labs / ("lab-" + lab.dir + "-solution.so"),
         fs::path(lab.dataset), fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml"})
     h = hash_bytes(read_file(kit_file.string()), h);
+  // Refused files are not read: a link may lead outside the submission, a pipe would block.
+  const std::string refused =
+      job.student_dir.empty() ? "missing" : student_files_problem(job.student_dir, lab.student_files);
   for (const std::string& file : lab.student_files)
-    h = hash_bytes(job.student_dir.empty() ? "missing" : file + read_file((fs::path(job.student_dir) / file).string()), h);
+    h = hash_bytes(!refused.empty() ? refused : file + read_file((fs::path(job.student_dir) / file).string()), h);
   char text[17];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
   return text;
@@ -77,7 +81,9 @@ bool load_saved(Slot& slot) {
 void save(const Slot& slot) {
   const json saved = {{"fingerprint", slot.fingerprint}, {"result", to_json(slot.result)}};
   const fs::path path = saved_result_path(slot);
-  std::ofstream(path.string() + ".tmp") << saved.dump();
+  // Logs are cut to their tail, maybe inside a character (an accented name in a path): not
+  // valid UTF-8, which would make dump() throw and end the whole batch.
+  std::ofstream(path.string() + ".tmp") << saved.dump(-1, ' ', false, json::error_handler_t::replace);
   fs::rename(path.string() + ".tmp", path);  // whole or not at all, even if interrupted
 }
 
@@ -174,8 +180,12 @@ std::size_t ran_on_gpu_this_run() { return run_count; }
 
 std::vector<Submission> find_submissions(const std::string& dir) {
   std::vector<Submission> submissions;
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.is_directory()) submissions.push_back({entry.path().filename().string(), entry.path().string()});
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const std::string problem = submission_problem(entry.path());
+    if (!problem.empty() && name.front() == '.') continue;  // .DS_Store, .gitignore: no one's submission
+    submissions.push_back({name, entry.path().string(), problem});
+  }
   std::sort(submissions.begin(), submissions.end(), [](const auto& a, const auto& b) { return a.who < b.who; });
   return submissions;
 }
@@ -212,6 +222,11 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
   std::vector<Slot> slots;
   for (const Submission& s : submissions)
     for (const LabSpec& lab : labs) {
+      if (!s.problem.empty()) {  // nothing to build: each lab says why, and is done already
+        const LabResult refused = not_graded(lab, LabStatus::missing_files, s.problem + " (lab not graded)");
+        slots.push_back({{&lab, s.who}, "", refused, true});
+        continue;
+      }
       LabJob job{&lab, s.who, find_student_dir(lab, s.base), (fs::path(options.work_dir) / s.who / lab.dir).string()};
       slots.push_back({job, fingerprint(job, toolchain, options.grade)});
     }
@@ -224,6 +239,10 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
   auto builder = [&] {
     for (std::size_t i; (i = next_build++) < slots.size();) {
       Slot& slot = slots[i];
+      if (slot.done) {
+        progress.finish(label(slot), outcome_line(slot.result), true);
+        continue;
+      }
       if (options.reuse_saved && load_saved(slot)) {
         slot.done = true;
         progress.count_cached(label(slot));

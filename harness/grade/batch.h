@@ -13,11 +13,14 @@
 namespace grade {
 
 struct Submission {
-  std::string who;   // the folder's name
-  std::string base;  // the folder
+  std::string who;      // the folder's name
+  std::string base;     // the folder
+  std::string problem;  // why it cannot be graded at all (a file, not a folder); empty when it can
 };
 
-// Each subfolder of `dir` is one student's submission, in name order.
+// Each subfolder of `dir` is one student's submission, in name order. Any other entry (alice.zip,
+// a symbolic link) is one too, with a problem, so that its student hears why nothing was graded;
+// hidden files (.DS_Store) are left out.
 std::vector<Submission> find_submissions(const std::string& dir);
 
 struct BatchOptions {

@@ -12,8 +12,9 @@ namespace grade {
 
 namespace {
 
+// RFC 4180: a field holding a comma, a quote or a line break is quoted, its quotes doubled.
 std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string quoted = "\"";
   for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
   return quoted + "\"";
@@ -119,9 +120,13 @@ void write_batch_outputs(const std::vector<Report>& reports, const std::vector<L
   write_text(out / "gradebook.csv", gradebook_csv(reports, labs));
   write_text(out / "junit.xml", junit_xml(reports));
   for (const Report& report : reports) {
-    write_text(out / "students" / (report.who + ".json"), to_json(report).dump(2));
+    // A folder name or a compiler message need not be valid UTF-8 (a Latin-1 zip): replace
+    // what is not, rather than throw and lose the batch's reports.
+    const auto replace = json::error_handler_t::replace;
+    write_text(out / "students" / (report.who + ".json"), to_json(report).dump(2, ' ', false, replace));
     write_text(out / "students" / (report.who + ".md"), to_markdown(report, false));
-    write_text(out / "gradescope" / report.who / "results.json", gradescope_results(report).dump(2));
+    write_text(out / "gradescope" / report.who / "results.json",
+               gradescope_results(report).dump(2, ' ', false, replace));
   }
 }
 

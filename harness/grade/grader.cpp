@@ -1,5 +1,6 @@
 #include "grader.h"
 
+#include "intake.h"
 #include "labkit/dataset.h"
 #include "labkit/device.h"
 #include "labkit/stats.h"
@@ -30,6 +31,8 @@ struct Reports {
   bool skipped = false;
   std::string skip_reason;
   std::string fault;
+  std::string sandbox;            // what the submission's process was confined by
+  std::string forbidden_library;  // loaded at run time despite the rubric
   json device;
 };
 
@@ -41,11 +44,13 @@ Reports parse_reports(const std::vector<std::string>& lines, const std::string& 
     if (record.is_discarded() || record.value("token", "") != token) continue;
     const std::string type = record.value("type", "");
     if (type == "correctness") r.correctness[record.value("case", "")].push_back(record);
-    if (type == "performance") r.performance[record.value("case", "")].push_back(record);
+    if (type == "performance" || type == "calibration") r.performance[record.value("case", "")].push_back(record);
     if (type == "done") r.done = true;
     if (type == "device") r.device = record;
     if (type == "skipped") r.skipped = true, r.skip_reason = record.value("reason", "");
     if (type == "fault") r.fault = record.value("message", "");
+    if (type == "sandbox") r.sandbox = record.value("description", "");
+    if (type == "forbidden") r.forbidden_library = record.value("library", "");
   }
   return r;
 }
@@ -128,6 +133,16 @@ std::string forbidden_use(const LabSpec& lab, const fs::path& lab_work) {
   return {};
 }
 
+// The shared libraries of the rubric's forbidden ones, as the host's memory map names them:
+// the runner stops any call after which one of them is mapped.
+std::string forbidden_library_files(const LabSpec& lab) {
+  static const std::map<std::string, std::string> files = {{"cublas", "libcublas"}, {"cublasLt", "libcublasLt"}};
+  std::string list;
+  for (const std::string& name : lab.forbidden)
+    if (files.count(name)) list += (list.empty() ? "" : ",") + files.at(name);
+  return list;
+}
+
 int time_limit(const LabSpec& lab, const GradeOptions& options) {
   return options.time_limit_seconds > 0 ? options.time_limit_seconds : lab.time_limit_seconds;
 }
@@ -144,24 +159,30 @@ struct RunContext {
   const GradeOptions& options;
   fs::path lab_work;
   int gpu;
+  fs::path module;  // what the host runs: the submission's, or the reference for calibration
+  std::string suites;
 };
 
 RunOutcome run_checks(const RunContext& context, const std::vector<std::string>& filters,
                       const std::string& log_name, int wall_seconds) {
-  const auto& [lab, tc, options, lab_work, gpu] = context;
+  const auto& [lab, tc, options, lab_work, gpu, module, suites] = context;
   const fs::path build_labs = fs::path(tc.build_root) / "labs";
   std::vector<std::string> argv = {
       (build_labs / ("lab-" + lab.dir + "-runner")).string(),
-      "--student", (lab_work / "module.so").string(),
+      "--student", context.module.string(),
       "--reference", (build_labs / ("lab-" + lab.dir + "-solution.so")).string(),
       "--dataset", lab.dataset,
-      "--seed", std::to_string(options.seed),
+      "--rubric", (fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml").string(),
       "--min-compute-capability", lab.min_compute_capability, "--min-gpus", std::to_string(lab.min_gpus),
-      options.performance ? "--test-suite=correctness,performance" : "--test-suite=correctness",
-      "--no-intro=true"};
+      "--test-suite=" + context.suites, "--no-intro=true"};
+  if (const std::string libraries = forbidden_library_files(lab); !libraries.empty())
+    argv.push_back("--forbidden-libraries=" + libraries);
+  if (!options.calibration_dir.empty()) argv.push_back("--calibration=" + options.calibration_dir);
   argv.insert(argv.end(), filters.begin(), filters.end());
   const std::string token = random_token();
-  ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (lab_work / log_name).string(), {}, true, token};
+  // The seed goes in the environment: other processes can read a command line.
+  ChildRequest request{argv, {{"LABKIT_RUN_SEED", std::to_string(options.seed)}}, {"LABKIT_SECRET"},
+                       (lab_work / log_name).string(), {}, true, token};
   if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
   RunOutcome run;
   run.child = run_child(request, {wall_seconds, 2 * wall_seconds});
@@ -203,6 +224,17 @@ bool faster_than_memory(const json& record) {
   return peak > 0 && record["student"].value("gbps", 0.0) > 1.10 * peak;
 }
 
+// The submission's process reported a time our clock cannot back: work hidden on another
+// stream, or a forged event time. The bound from our clock is what was scored.
+std::string unconfirmed_message(const json& student) {
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "your process reported %.4f ms, but the grader's clock saw at least %.4f ms of work per call "
+                "(work outside the stream passed in, or a time that was not measured): timed by the grader's clock",
+                student.value("reported_ms", 0.0), student.value("median_ms", 0.0));
+  return text;
+}
+
 void score_performance(const LabSpec& lab, const Reports& reports, const std::string& run_problem,
                        LabResult& result) {
   for (const PerformanceRubric& rubric : lab.performance) {
@@ -217,6 +249,11 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
       continue;
     }
     const json& record = found->second[0];
+    if (record.contains("skipped")) {
+      cr.message = record.value("skipped", "");
+      result.cases.push_back(cr);
+      continue;
+    }
     cr.ran = true;
     cr.timing = record;
     cr.passed = record.value("output_ok", false) && record.contains("ratio");
@@ -233,8 +270,8 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
         cr.message = "faster than this GPU's memory can deliver the bytes the task must read: not credited "
                      "(is work skipped, or an earlier answer reused?)";
       }
-      if (record["student"].value("off_stream_work", false))
-        cr.message = "work ran outside the stream passed in; timed by the wall clock instead";
+      if (!record["student"].value("confirmed", true))
+        cr.message = unconfirmed_message(record["student"]);
     }
     result.cases.push_back(cr);
   }
@@ -267,12 +304,18 @@ Toolchain configured_toolchain() {
 }
 
 std::string find_student_dir(const LabSpec& lab, const std::string& base) {
-  for (const fs::path& dir : {fs::path(base) / "labs" / lab.dir, fs::path(base) / lab.dir, fs::path(base)}) {
-    bool all = true;
-    for (const std::string& file : lab.student_files) all = all && fs::is_regular_file(dir / file);
-    if (all) return dir.string();
+  // A symbolic link below base is never looked through (it could lead to the kit's solutions).
+  // A linked lab folder is returned only when no real folder holds the files, so that
+  // build_lab refuses it by name instead of saying "not found".
+  std::string linked;
+  for (const fs::path& relative : {fs::path("labs") / lab.dir, fs::path(lab.dir), fs::path()}) {
+    if (const fs::path link = first_symlink(base, relative); !link.empty()) {
+      if (linked.empty()) linked = link.string();
+    } else if (holds_all(fs::path(base) / relative, lab.student_files)) {
+      return (fs::path(base) / relative).string();
+    }
   }
-  return {};
+  return linked;
 }
 
 static LabResult empty_result(const LabSpec& lab) { return LabResult{lab.id, lab.name, lab.title}; }
@@ -291,6 +334,10 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
   if (job.student_dir.empty()) {
     result.status = LabStatus::missing_files;
     result.note = "student files not found (expected: " + lab.student_files.front() + "): lab not graded";
+  } else if (const std::string refused = student_files_problem(job.student_dir, lab.student_files);
+             !refused.empty()) {
+    result.status = LabStatus::missing_files;
+    result.note = refused + " (lab not graded)";
   } else if (!build_module(lab, job.student_dir, toolchain, job.work_dir, result.build_log)) {
     result.status = LabStatus::build_failed;
     result.note = "your files did not compile; the compiler's messages are below";
@@ -303,11 +350,20 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
   return false;
 }
 
+LabResult not_graded(const LabSpec& lab, LabStatus status, const std::string& note) {
+  LabResult result = empty_result(lab);
+  result.status = status;
+  result.note = note;
+  score_unrun(lab, result);
+  return result;
+}
+
 void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options, int gpu,
              LabResult& result) {
   const LabSpec& lab = *job.lab;
   const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
-  const RunContext context{lab, toolchain, options, job.work_dir, gpu};
+  const RunContext context{lab, toolchain, options, job.work_dir, gpu, fs::path(job.work_dir) / "module.so",
+                           options.performance ? "correctness,performance" : "correctness"};
   RunOutcome run = run_checks(context, {}, "run.log", time_limit(lab, options));
   result.run_log = run.child.output_tail;
   result.device = run.reports.device;
@@ -337,6 +393,13 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
   }
   score_correctness(lab, dataset, run.reports, problem, result);
   score_performance(lab, run.reports, problem, result);
+  if (!run.reports.sandbox.empty()) result.device["isolation"] = run.reports.sandbox;
+  if (!run.reports.forbidden_library.empty()) {
+    result.status = LabStatus::forbidden;
+    result.note = "your code loaded " + run.reports.forbidden_library +
+                  " at run time, a library this lab forbids: this lab teaches that kernel, so write it yourself";
+    for (CaseResult& c : result.cases) c.points = 0;
+  }
   add_totals(result);
 }
 
@@ -344,6 +407,19 @@ LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOp
   LabResult result;
   if (build_lab(job, toolchain, result)) run_lab(job, toolchain, options, -1, result);
   return result;
+}
+
+std::vector<json> calibrate_lab(const LabSpec& lab, const Toolchain& toolchain, const GradeOptions& options) {
+  const fs::path work = fs::path(toolchain.build_root) / "grade" / "calibrate" / lab.dir;
+  fs::create_directories(work);
+  const fs::path reference = fs::path(toolchain.build_root) / "labs" / ("lab-" + lab.dir + "-solution.so");
+  const RunContext context{lab, toolchain, options, work, -1, reference, "performance"};
+  RunOutcome run = run_checks(context, {"--calibrate"}, "calibrate.log", time_limit(lab, options));
+  if (run.reports.skipped) throw std::runtime_error("not run: " + run.reports.skip_reason);
+  std::vector<json> records;
+  for (const auto& [name, found] : run.reports.performance) records.insert(records.end(), found.begin(), found.end());
+  if (records.empty()) throw std::runtime_error("the runner measured nothing: " + run.child.output_tail);
+  return records;
 }
 
 int export_case(const LabSpec& lab, const std::string& case_name, const Toolchain& toolchain,

@@ -24,6 +24,7 @@ struct GradeOptions {
   std::uint64_t seed = 0;   // mixed into every case's inputs (with the instructor's secret)
   bool performance = true;  // run the performance cases
   int time_limit_seconds = 0;  // overrides every lab's rubric when positive
+  std::string calibration_dir;  // reference timings kept between runs (empty: time them every run)
 };
 
 // One lab of one submission.
@@ -35,17 +36,25 @@ struct LabJob {
 };
 
 // Where a lab's student files are: `base/labs/NN-name/`, `base/NN-name/` or `base/` itself
-// (a clone of the kit, or the files alone). Empty when none holds them all.
+// (a clone of the kit, or the files alone). Empty when none holds them all. Never through a
+// symbolic link below base: a linked lab folder comes back as the link, which build_lab refuses.
 std::string find_student_dir(const LabSpec& lab, const std::string& base);
 
 // Stage 1, on a CPU core: stage and compile the student's files, and look for forbidden
 // libraries. Returns false when there is nothing to run; `result` then says why.
 bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result);
 
+// A lab that cannot be graded at all (`note` says why): every case scores zero, nothing is built.
+LabResult not_graded(const LabSpec& lab, LabStatus status, const std::string& note);
+
 // Stage 2, on the GPU numbered `gpu` (-1: whichever the runtime picks): run the checks and
 // score what they report.
 void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options, int gpu,
              LabResult& result);
+
+// Times the reference solution's performance cases afresh and stores them in the calibration
+// cache (options.calibration_dir). Returns the runner's records, one per case.
+std::vector<nlohmann::json> calibrate_lab(const LabSpec& lab, const Toolchain& toolchain, const GradeOptions& options);
 
 // Runs one case's checks on the reference solution with --export, so its input and expected
 // output land as .npy files in out_dir/<case>/. Returns the runner's exit status.

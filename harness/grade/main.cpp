@@ -111,6 +111,30 @@ int report_expectations(const grade::ExpectationCheck& check) {
   return exit_all_passed;
 }
 
+// Reference timings are kept per GPU in the checkout (not in git): grading/calibration/.
+std::string calibration_folder(const grade::Toolchain& toolchain) {
+  return (fs::path(toolchain.source_root) / "grading" / "calibration").string();
+}
+
+int calibrate(const std::vector<grade::LabSpec>& labs, const grade::Toolchain& toolchain,
+              grade::GradeOptions options) {
+  options.performance = true;
+  int status = exit_all_passed;
+  for (const grade::LabSpec& lab : labs) {
+    if (lab.performance.empty()) continue;
+    try {
+      for (const nlohmann::json& record : grade::calibrate_lab(lab, toolchain, options))
+        std::printf("lab %s %-32s reference %9.4f ms  (%s)\n", lab.id.c_str(), record.value("case", "").c_str(),
+                    record["reference"].value("median_ms", 0.0), record.value("reference_source", "").c_str());
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "lab %s: %s\n", lab.id.c_str(), error.what());
+      status = exit_not_run;
+    }
+  }
+  std::printf("stored in %s\n", options.calibration_dir.c_str());
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,6 +160,9 @@ int main(int argc, char** argv) {
   app.add_option("--secret-file", secret_file, "instructor secret mixed into every seed (or set LABKIT_SECRET)");
   app.add_option("--time-limit", time_limit, "seconds each lab's checks may run (default: the lab's rubric)");
   app.add_flag("--fresh", fresh, "grade a batch again even where nothing changed");
+  bool retime_reference = false;
+  app.add_flag("--retime-reference", retime_reference,
+               "time the reference solution in this run instead of taking its times from the calibration cache");
   bool expect = false;
   app.add_flag("--expect", expect,
                "check each submission against the expected.yaml in its folder (the red-team corpus); "
@@ -149,6 +176,10 @@ int main(int argc, char** argv) {
   export_command->add_option("lab", export_lab, "the lab (number, name or folder)")->required();
   export_command->add_option("case", export_case, "the case's name in the lab's dataset")->required();
   export_command->fallthrough();
+  CLI::App* calibrate_command = app.add_subcommand(
+      "calibrate", "time the reference solutions afresh and keep the times for later runs on this GPU (needs a GPU)");
+  calibrate_command->add_option("labs", lab_keys, "the labs (default: all)");
+  calibrate_command->fallthrough();
   // Flags may come before or after the subcommand: `grade lab 01 --solution` works too.
   lab_command->fallthrough();
   all_command->fallthrough();
@@ -167,13 +198,15 @@ int main(int argc, char** argv) {
       return grade::export_case(grade::find_lab(catalog, export_lab), export_case, toolchain, seed, out.string());
     }
     std::vector<grade::LabSpec> chosen;
-    if (lab_command->parsed())
+    if (lab_command->parsed() || (calibrate_command->parsed() && !lab_keys.empty()))
       for (const std::string& key : lab_keys) chosen.push_back(grade::find_lab(catalog, key));
     else
       chosen = catalog;
 
     grade::BatchOptions options;
     options.grade = {labkit::mix_seeds(seed, secret_seed(secret_file)), !skip_performance, time_limit};
+    if (!retime_reference) options.grade.calibration_dir = calibration_folder(toolchain);
+    if (calibrate_command->parsed()) return calibrate(chosen, toolchain, options.grade);
     options.build_workers = jobs;
     options.gpu_count = gpus > 0 ? gpus : grade::count_gpus();
     const fs::path reports_root = fs::path(toolchain.source_root) / "grading" / "reports";

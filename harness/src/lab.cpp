@@ -1,26 +1,49 @@
-// The lab runner: loads the student's and the reference's modules and the dataset, then
-// hands over to doctest. Every lab's test executable is its test file plus this.
+// The lab runner: the trusted side of a lab's checks. It loads the reference solution and the
+// dataset, starts the submission's host process on first use, and hands over to doctest.
+// Every lab's test executable is its test file plus this.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "labkit/lab.h"
 
+#include "labkit/calibration.h"
 #include "labkit/results.h"
 
 #include <dlfcn.h>
+#include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <memory>
+#include <sstream>
 
 namespace labkit {
 
 namespace {
 
+struct Thresholds {
+  double zero_credit = 0;
+  double full_credit = 1;
+};
+
+struct RunnerOptions {
+  std::string student, reference, dataset, export_dir, host, rubric, calibration_dir;
+  std::vector<std::string> forbidden_libraries;
+  double call_seconds = 20;
+  bool calibrate = false;    // time the reference only, and store it
+  bool time_failed = false;  // time even after a correctness case failed
+};
+
 struct RunnerState {
-  std::string export_dir;
-  std::unique_ptr<Module> student;
+  RunnerOptions options;
+  std::unique_ptr<HostProcess> student;
   std::unique_ptr<Module> reference;
   Dataset dataset;
+  Calibration calibration;
+  std::map<std::string, Thresholds> thresholds;  // performance case → rubric
+  int correctness_failures = 0;
+  bool sandbox_reported = false;
 };
 
 RunnerState& state() {
@@ -36,17 +59,104 @@ const T& loaded(const std::unique_ptr<T>& item, const char* what) {
 
 nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak_gbps) {
   const double gbps = gigabytes_per_second(bytes_moved, t.ms.median);
-  return {{"median_ms", t.ms.median},       {"min_ms", t.ms.min},
-          {"mean_ms", t.ms.mean},           {"stdev_ms", t.ms.stdev},
-          {"relative_error", t.ms.relative_error}, {"samples", t.ms.count},
-          {"gbps", gbps},                   {"percent_of_peak", 100.0 * gbps / peak_gbps},
-          {"sm_clock_mhz", t.sm_clock_mhz}, {"off_stream_work", t.off_stream_work}};
+  nlohmann::json json = {{"median_ms", t.ms.median},       {"min_ms", t.ms.min},
+                         {"mean_ms", t.ms.mean},           {"stdev_ms", t.ms.stdev},
+                         {"relative_error", t.ms.relative_error}, {"samples", t.ms.count},
+                         {"gbps", gbps},                   {"percent_of_peak", 100.0 * gbps / peak_gbps},
+                         {"sm_clock_mhz", t.sm_clock_mhz}, {"off_stream_work", t.off_stream_work}};
+  if (t.remote)
+    json.update({{"confirmed", t.confirmed}, {"reported_ms", t.reported_ms}, {"wall_ms", t.wall_ms},
+                 {"overhead_ms", t.overhead_ms}});
+  return json;
+}
+
+// The round trip of an empty timed call through a host that runs no submission: what our
+// clock sees beyond the device time of an honest call. Measured once per run.
+double host_overhead_ms() {
+  static const double overhead = [] {
+    HostProcess probe({state().options.host, "", state().options.call_seconds});
+    wire::Request noop;
+    noop.op = wire::Op::noop;
+    noop.timed = 1;
+    std::vector<double> gaps;
+    for (int i = 0; i < 50; ++i) {
+      const wire::Reply reply = probe.request(noop);
+      if (i >= 5) gaps.push_back(probe.last_wall_ms() - reply.event_ms);
+    }
+    return summarize(gaps).median;
+  }();
+  return overhead;
+}
+
+std::map<std::string, Thresholds> load_thresholds(const std::string& rubric_path) {
+  std::map<std::string, Thresholds> thresholds;
+  if (rubric_path.empty()) return thresholds;
+  const YAML::Node rubric = YAML::LoadFile(rubric_path);
+  for (const YAML::Node& entry : rubric["performance"])
+    thresholds[entry["case"].as<std::string>()] = {entry["zero_credit_ratio"].as<double>(),
+                                                   entry["full_credit_ratio"].as<double>()};
+  return thresholds;
+}
+
+// A ratio this close to a threshold could land on either side of it with another
+// measurement of the reference: a cached reference time is not good enough there.
+bool near_threshold(const std::string& case_name, double ratio, double noise) {
+  const auto found = state().thresholds.find(case_name);
+  if (found == state().thresholds.end()) return false;
+  const double margin = noise + 0.05;
+  for (double threshold : {found->second.zero_credit, found->second.full_credit})
+    if (threshold > 0 && std::fabs(ratio / threshold - 1) <= margin) return true;
+  return false;
+}
+
+void report_sandbox_once() {
+  HostProcess& host = *state().student;
+  if (state().sandbox_reported || host.sandbox().empty()) return;
+  state().sandbox_reported = true;
+  emit_result({{"type", "sandbox"}, {"description", host.sandbox()}});
+}
+
+struct ReferenceTime {
+  nlohmann::json json;
+  double median_ms = 0;
+  double relative_error = 0;
+  std::string source;
+};
+
+ReferenceTime time_reference(const PerfSubject& reference_side, double bytes_moved, double peak) {
+  const TimingStats stats = time_call(reference_side.call);
+  const std::string error = reference_side.check_output();
+  REQUIRE_MESSAGE(error.empty(), "the reference solution is wrong: " << error);
+  return {timing_json(stats, bytes_moved, peak), stats.ms.median, stats.ms.relative_error, "measured in this run"};
+}
+
+// The reference's time for a case: from the calibration cache when it has the case, else
+// measured now (and stored for the runs that follow).
+ReferenceTime reference_time(const Case& c, const PerfSubject& reference_side, double bytes_moved, double peak) {
+  Calibration& calibration = state().calibration;
+  if (!state().options.calibrate)
+    if (const auto cached = calibration.reference(c.name)) {
+      return {*cached, cached->value("median_ms", 0.0), cached->value("relative_error", 0.0),
+              "calibration cache " + std::filesystem::path(calibration.path()).filename().string() + " (measured " +
+                  cached->value("measured_at", std::string("earlier")) + ")"};
+    }
+  ReferenceTime fresh = time_reference(reference_side, bytes_moved, peak);
+  calibration.store(c.name, fresh.json);
+  return fresh;
+}
+
+void print_line(const Case& c, const nlohmann::json& record) {
+  std::printf("%-24s reference %9.4f ms", c.name.c_str(), record["reference"].value("median_ms", 0.0));
+  if (record.contains("student"))
+    std::printf("  yours %9.4f ms  %7.1f GB/s  %5.1f%% of peak  ratio %.2f",
+                record["student"]["median_ms"].get<double>(), record["student"]["gbps"].get<double>(),
+                record["student"]["percent_of_peak"].get<double>(), record["ratio"].get<double>());
+  std::printf("\n");
 }
 
 }  // namespace
 
 Module::Module(const std::string& path) : path_(path) {
-  // RTLD_LOCAL: the student's and the reference's modules define the same names.
   handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle_ == nullptr) throw std::runtime_error("cannot load " + path + ": " + dlerror());
 }
@@ -59,27 +169,37 @@ Module::~Module() {
 void* Module::symbol(const char* name) const {
   dlerror();
   void* address = dlsym(handle_, name);
-  if (address == nullptr)
-    throw std::runtime_error(std::string(name) + " is not defined in " + path_ +
-                             ": define it exactly as the lab's header declares it, and include "
-                             "that header so it keeps its extern \"C\" name");
+  if (address == nullptr) throw std::runtime_error(std::string(name) + " is not defined in " + path_);
   return address;
 }
 
-const Module& student_module() { return loaded(state().student, "student"); }
+HostProcess& student_process() {
+  HostProcess& host = const_cast<HostProcess&>(loaded(state().student, "student"));
+  return host;
+}
+
+void poison_student_shared_memory(std::uint32_t pattern) {
+  wire::Request request;
+  request.op = wire::Op::poison_shared_memory;
+  request.pattern = pattern;
+  student_process().request(request);
+}
+
 const Module& reference_module() { return loaded(state().reference, "reference"); }
 const Dataset& dataset() { return state().dataset; }
-const std::string& export_dir() { return state().export_dir; }
+const std::string& export_dir() { return state().options.export_dir; }
 void make_directories(const std::string& path) { std::filesystem::create_directories(path); }
 
 void verdict(const Case& c, bool passed, const std::string& message) {
+  if (state().student) report_sandbox_once();
+  if (!passed && c.kind == "correctness") ++state().correctness_failures;
   emit_result({{"type", "correctness"}, {"case", c.name}, {"passed", passed}, {"message", message}});
   CHECK_MESSAGE(passed, c.name << " (" << c.label() << "): " << message);
 }
 
-// After an error such as an illegal address the context is lost: every later CUDA call
-// fails. Rather than fail every remaining case, the runner stops and lets the grader run
-// them again in fresh processes.
+// After an error such as an illegal address in the checks' own context every later CUDA
+// call fails. Rather than fail every remaining case, the runner stops and lets the grader run
+// them again in fresh processes. (The submission's errors happen in its own process.)
 [[noreturn]] static void stop_after_lost_context() {
   std::fflush(stdout);
   std::_Exit(context_lost_exit_code);
@@ -101,20 +221,44 @@ void run_case(const Case& c, const std::function<void()>& body) {
 
 void measure_performance(const Case& c, double bytes_moved, const PerfSubject& student_side,
                          const PerfSubject& reference_side) {
+  RunnerState& s = state();
+  nlohmann::json record = {{"type", s.options.calibrate ? "calibration" : "performance"}, {"case", c.name},
+                           {"bytes", bytes_moved}};
+  if (!s.options.calibrate && !s.options.time_failed && s.correctness_failures > 0) {
+    record["skipped"] = "not timed: " + std::to_string(s.correctness_failures) + " correctness case(s) failed";
+    emit_result(record);
+    std::printf("%-24s %s\n", c.name.c_str(), record["skipped"].get<std::string>().c_str());
+    return;
+  }
   const double peak = measured_read_bandwidth_gbps();
-  const TimingStats reference_time = time_call(reference_side.call);
-  const std::string reference_error = reference_side.check_output();
-  REQUIRE_MESSAGE(reference_error.empty(), "the reference solution is wrong: " << reference_error);
+  record["peak_read_gbps"] = peak;
+  // Nothing of the submission's may run while the reference is timed: no process, no thread.
+  if (s.student) s.student->stop();
+  ReferenceTime reference = reference_time(c, reference_side, bytes_moved, peak);
+  record["reference"] = reference.json;
+  record["reference_source"] = reference.source;
+  if (s.options.calibrate) {
+    emit_result(record);
+    print_line(c, record);
+    return;
+  }
 
   std::string student_error;
-  nlohmann::json record = {{"type", "performance"}, {"case", c.name}, {"bytes", bytes_moved},
-                           {"peak_read_gbps", peak},
-                           {"reference", timing_json(reference_time, bytes_moved, peak)}};
   try {
-    const TimingStats student_time = time_call(student_side.call);
-    student_error = student_side.check_output();
+    TimedCall call = student_side.call;
+    call.verify = student_side.check_output;
+    const TimingStats student_time = time_submission_call(call, host_overhead_ms());
     record["student"] = timing_json(student_time, bytes_moved, peak);
-    record["ratio"] = reference_time.ms.median / student_time.ms.median;
+    record["ratio"] = reference.median_ms / student_time.ms.median;
+    const double noise = ratio_noise(student_time.ms.relative_error, reference.relative_error);
+    if (reference.source != "measured in this run" && near_threshold(c.name, record["ratio"], noise)) {
+      s.student->stop();
+      reference = time_reference(reference_side, bytes_moved, peak);
+      reference.source = "measured again in this run: the ratio sat near a threshold";
+      record["reference"] = reference.json;
+      record["reference_source"] = reference.source;
+      record["ratio"] = reference.median_ms / student_time.ms.median;
+    }
   } catch (const std::exception& error) {
     student_error = error.what();
   }
@@ -122,14 +266,8 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
   record["output_ok"] = student_error.empty();
   record["message"] = student_error;
   emit_result(record);
-
-  std::printf("%-24s reference %9.4f ms", c.name.c_str(), reference_time.ms.median);
-  if (record.contains("student"))
-    std::printf("  yours %9.4f ms  %7.1f GB/s  %5.1f%% of peak  ratio %.2f",
-                record["student"]["median_ms"].get<double>(), record["student"]["gbps"].get<double>(),
-                record["student"]["percent_of_peak"].get<double>(), record["ratio"].get<double>());
-  std::printf("\n");
-  CHECK_MESSAGE(student_error.empty(), c.name << ": output wrong after timing: " << student_error);
+  print_line(c, record);
+  CHECK_MESSAGE(student_error.empty(), c.name << ": " << student_error);
   if (lost) stop_after_lost_context();
 }
 
@@ -138,7 +276,7 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
 namespace {
 
 struct RunnerArguments {
-  std::string student, reference, dataset, export_dir;
+  labkit::RunnerOptions options;
   labkit::Requirements needs;
   std::uint64_t seed = 0;
   bool listing_only = false;
@@ -159,35 +297,78 @@ bool take_value(const char* flag, int& i, int argc, char** argv, std::string& ou
   return false;
 }
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+// The runner's own flags; everything else goes to doctest. The seed may also come from
+// LABKIT_RUN_SEED, so that the grader need not put it on a command line other processes see.
 RunnerArguments parse_arguments(int argc, char** argv) {
   RunnerArguments args;
+  labkit::RunnerOptions& o = args.options;
   args.doctest_argv.push_back(argv[0]);
+  if (const char* seed = std::getenv("LABKIT_RUN_SEED")) args.seed = std::stoull(seed);
+  unsetenv("LABKIT_RUN_SEED");
   for (int i = 1; i < argc; ++i) {
-    std::string seed;
-    if (take_value("--student", i, argc, argv, args.student) ||
-        take_value("--reference", i, argc, argv, args.reference) ||
-        take_value("--dataset", i, argc, argv, args.dataset) ||
-        take_value("--export", i, argc, argv, args.export_dir))
-      continue;
-    if (take_value("--seed", i, argc, argv, seed)) {
-      args.seed = std::stoull(seed);
-      continue;
-    }
     std::string value;
-    if (take_value("--min-compute-capability", i, argc, argv, value)) {
+    if (take_value("--student", i, argc, argv, o.student) || take_value("--reference", i, argc, argv, o.reference) ||
+        take_value("--dataset", i, argc, argv, o.dataset) || take_value("--export", i, argc, argv, o.export_dir) ||
+        take_value("--host", i, argc, argv, o.host) || take_value("--rubric", i, argc, argv, o.rubric) ||
+        take_value("--calibration", i, argc, argv, o.calibration_dir))
+      continue;
+    if (take_value("--seed", i, argc, argv, value)) {
+      args.seed = std::stoull(value);
+    } else if (take_value("--forbidden-libraries", i, argc, argv, value)) {
+      o.forbidden_libraries = split_commas(value);
+    } else if (take_value("--call-time-limit", i, argc, argv, value)) {
+      o.call_seconds = std::stod(value);
+    } else if (take_value("--min-compute-capability", i, argc, argv, value)) {
       std::sscanf(value.c_str(), "%d.%d", &args.needs.major, &args.needs.minor);
-      continue;
-    }
-    if (take_value("--min-gpus", i, argc, argv, value)) {
+    } else if (take_value("--min-gpus", i, argc, argv, value)) {
       args.needs.gpus = std::stoi(value);
-      continue;
+    } else if (std::strcmp(argv[i], "--calibrate") == 0) {
+      o.calibrate = true;
+    } else if (std::strcmp(argv[i], "--time-failed") == 0) {
+      o.time_failed = true;
+    } else {
+      const std::string arg = argv[i];
+      for (const char* listing : {"-ltc", "--list-test-cases", "-lts", "--list-test-suites", "-h", "--help", "-?"})
+        if (arg.rfind(listing, 0) == 0) args.listing_only = true;
+      args.doctest_argv.push_back(argv[i]);
     }
-    const std::string arg = argv[i];
-    for (const char* listing : {"-ltc", "--list-test-cases", "-lts", "--list-test-suites", "-h", "--help", "-?"})
-      if (arg.rfind(listing, 0) == 0) args.listing_only = true;
-    args.doctest_argv.push_back(argv[i]);
   }
   return args;
+}
+
+// The lab's host program sits beside the runner: lab-NN-name-runner → lab-NN-name-host.
+std::string default_host() {
+  const std::string path = std::filesystem::canonical("/proc/self/exe").string();
+  const auto at = path.rfind("-runner");
+  return at == std::string::npos ? path + "-host" : path.substr(0, at) + "-host";
+}
+
+void load_state(const RunnerArguments& args) {
+  using namespace labkit;
+  auto& s = state();
+  s.options = args.options;
+  if (s.options.host.empty()) s.options.host = default_host();
+  if (!s.options.dataset.empty()) s.dataset = load_dataset(s.options.dataset, args.seed);
+  if (!s.options.reference.empty()) s.reference = std::make_unique<Module>(s.options.reference);
+  if (!s.options.student.empty()) {
+    HostOptions host{s.options.host, s.options.student, s.options.call_seconds};
+    host.forbidden_libraries = s.options.forbidden_libraries;
+    s.student = std::make_unique<HostProcess>(host);
+  }
+  s.thresholds = load_thresholds(s.options.rubric);
+  if (!s.options.calibration_dir.empty()) {
+    const std::string lab = std::filesystem::path(s.options.dataset).stem().string();
+    const std::string key = calibration_key({"/proc/self/exe", s.options.reference, s.options.dataset});
+    s.calibration = Calibration(s.options.calibration_dir, lab, key);
+  }
 }
 
 }  // namespace
@@ -205,11 +386,7 @@ int main(int argc, char** argv) {
     return skip_exit_code;
   }
   try {
-    auto& s = state();
-    s.export_dir = args.export_dir;
-    if (!args.dataset.empty()) s.dataset = load_dataset(args.dataset, args.seed);
-    if (!args.reference.empty()) s.reference = std::make_unique<Module>(args.reference);
-    if (!args.student.empty()) s.student = std::make_unique<Module>(args.student);
+    load_state(args);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "labkit runner: %s\n", error.what());
     emit_result({{"type", "fault"}, {"message", error.what()}});
@@ -220,6 +397,9 @@ int main(int argc, char** argv) {
                {"compute_capability", std::to_string(device.major) + "." + std::to_string(device.minor)},
                {"sm_count", device.sm_count}});
   const int failures = context.run();
+  if (state().student && !state().student->forbidden_seen().empty())
+    emit_result({{"type", "forbidden"}, {"library", state().student->forbidden_seen()}});
+  state().student.reset();  // ends the submission's process before we report done
   emit_result({{"type", "done"}, {"failures", failures}});
   return failures;
 }

@@ -2,6 +2,7 @@
 
 #include "labkit/buffer.h"
 #include "labkit/device.h"
+#include "labkit/remote.h"
 
 #include <algorithm>
 #include <chrono>
@@ -102,10 +103,26 @@ void reset_persisting_l2() {
 // Wall-clock time past the event time that counts as work on another stream.
 double off_stream_threshold_ms(double event_ms) { return std::max(0.05, 0.25 * event_ms); }
 
+// Untimed, before every sample: the call's own preparation (an input picked, outputs
+// poisoned), then an L2 flush and a reset of persisting lines, then the whole device idle.
+void prepare_sample(const TimedCall& call, int sample, cudaStream_t stream) {
+  static L2Flusher flusher;
+  if (call.prepare) call.prepare(sample);
+  flusher.flush(stream);
+  reset_persisting_l2();
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void verify_sample(const TimedCall& call, std::size_t sample) {
+  if (!call.verify) return;
+  const std::string error = call.verify();
+  if (!error.empty())
+    throw WrongDuringTiming("output wrong on timed call " + std::to_string(sample + 1) + ": " + error);
+}
+
 }  // namespace
 
 TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
-  static L2Flusher flusher;
   const cudaStream_t stream = timing_stream();
   EventPair events;
 
@@ -121,11 +138,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
   std::size_t off_stream_samples = 0;
   const auto started = Clock::now();
   for (int sample = 0;; ++sample) {
-    if (call.prepare) call.prepare(sample);
-    flusher.flush(stream);
-    reset_persisting_l2();
-    CUDA_CHECK(cudaDeviceSynchronize());
-
+    prepare_sample(call, sample, stream);
     const auto wall_start = Clock::now();
     CUDA_CHECK(cudaEventRecord(events.start, stream));
     call.launch(stream);
@@ -142,6 +155,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
       ms = wall_ms;
     }
     samples.push_back(ms);
+    verify_sample(call, samples.size() - 1);
     if (samples.size() % 10 == 0 || samples.size() < rule.min_samples) {
       stats.ms = summarize(samples);
       if (should_stop(rule, stats.ms, seconds_since(started))) break;
@@ -149,6 +163,55 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
   }
   // A host hiccup touches a sample now and then; hidden work touches most of them.
   stats.off_stream_work = 2 * off_stream_samples > samples.size();
+  stats.sm_clock_mhz = measure_sm_clock_mhz();
+  return stats;
+}
+
+TimingStats time_submission_call(const TimedCall& call, double overhead_ms, const StoppingRule& rule) {
+  const cudaStream_t stream = timing_stream();
+  auto measure_one = [&](int sample) {
+    RemoteTiming timing;
+    current_remote_timing() = &timing;
+    try {
+      call.launch(stream);
+    } catch (...) {
+      current_remote_timing() = nullptr;
+      throw;
+    }
+    current_remote_timing() = nullptr;
+    if (timing.calls != 1)
+      throw std::logic_error("a timed launch must make exactly one call of the submission's (sample " +
+                             std::to_string(sample) + " made " + std::to_string(timing.calls) + ")");
+    return timing;
+  };
+  for (int warmup = 0; warmup < 2; ++warmup) {
+    if (call.prepare) call.prepare(-1 - warmup);
+    measure_one(-1 - warmup);
+  }
+
+  std::vector<double> reported, wall, bound;
+  const auto started = Clock::now();
+  TimingStats stats;
+  for (int sample = 0;; ++sample) {
+    prepare_sample(call, sample, stream);
+    const RemoteTiming timing = measure_one(sample);
+    reported.push_back(timing.event_ms);
+    wall.push_back(timing.wall_ms);
+    bound.push_back(std::max(0.0, timing.wall_ms - overhead_ms));
+    verify_sample(call, reported.size() - 1);
+    if (reported.size() % 10 == 0 || reported.size() < rule.min_samples) {
+      stats.ms = summarize(reported);
+      if (should_stop(rule, stats.ms, seconds_since(started))) break;
+    }
+  }
+  stats.remote = true;
+  stats.overhead_ms = overhead_ms;
+  stats.reported_ms = summarize(reported).median;
+  stats.wall_ms = summarize(wall).median;
+  const SampleSummary bounded = summarize(bound);
+  stats.confirmed = bounded.median - confirmation_slack_ms(stats.reported_ms) <= stats.reported_ms;
+  if (!stats.confirmed) stats.ms = bounded;
+  stats.off_stream_work = !stats.confirmed;
   stats.sm_clock_mhz = measure_sm_clock_mhz();
   return stats;
 }
@@ -184,7 +247,7 @@ double measured_read_bandwidth_gbps() {
                          else
                            read_bandwidth_kernel<4><<<blocks, 256, 0, stream>>>(buffer.data(), buffer.size(), sink.data());
                        },
-                       {}};
+                       {}, {}};
         const TimingStats stats = time_call(read, StoppingRule{0.002, 10, 100, 0.5});
         best = std::max(best, gigabytes_per_second(double(buffer.bytes()), stats.ms.median));
       }

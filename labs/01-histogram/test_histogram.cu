@@ -3,6 +3,7 @@
 #include "histogram.h"
 
 #include <labkit/lab.h>
+#include <labkit/variants.h>
 
 #include <numeric>
 
@@ -66,30 +67,32 @@ void check_histogram(const Case& c) {
                       comparison.describe([](size_t b) { return "bin " + std::to_string(b); }));
 }
 
-// Two inputs of the same distribution and size alternate between samples, so a function
-// that replays an earlier answer is caught by the check after timing.
+// Three inputs of the same distribution and size; before each timed call one of them, at
+// random, is copied into the buffer the call reads (labkit/variants.h).
 struct PerfInputs {
-  explicit PerfInputs(const Case& c) {
-    for (int variant = 0; variant < 2; ++variant) {
+  explicit PerfInputs(const Case& c) : device(generate_variants(c)) {}
+
+  std::vector<std::vector<uint8_t>> generate_variants(const Case& c) {
+    std::vector<std::vector<uint8_t>> hosts;
+    for (int variant = 0; variant < 3; ++variant) {
       labkit::InputSpec spec = c.input;
       spec.seed += variant;
-      const std::vector<uint8_t> host = labkit::generate<uint8_t>(c.n, spec);
-      expected.push_back(cpu_histogram(host, 0));
-      device.emplace_back(host);
+      hosts.push_back(labkit::generate<uint8_t>(c.n, spec));
+      expected.push_back(cpu_histogram(hosts.back(), 0));
     }
+    return hosts;
   }
   std::vector<Histogram> expected;
-  std::vector<DeviceBuffer<uint8_t>> device;
+  labkit::VariantBuffer<uint8_t> device;
   int current = 0;
 };
 
-labkit::PerfSubject perf_subject(decltype(histogram)* fn, const Case& c, PerfInputs& inputs,
+labkit::PerfSubject perf_subject(labkit::Function<decltype(histogram)> fn, const Case& c, PerfInputs& inputs,
                                  DeviceBuffer<uint32_t>& bins) {
-  return {{[fn, &c, &inputs, &bins](cudaStream_t stream) {
-             fn(inputs.device[inputs.current].data(), c.n, bins.data(), stream);
-           },
+  return {{[fn, &c, &inputs, &bins](cudaStream_t stream) { fn(inputs.device.data(), c.n, bins.data(), stream); },
            [&inputs, &bins](int sample) {
-             inputs.current = sample < 0 ? 0 : sample % 2;
+             inputs.current = labkit::pick_variant(sample, inputs.device.count());
+             inputs.device.load(inputs.current);
              bins.poison();
            }},
           [&inputs, &bins] {

@@ -4,6 +4,7 @@
 #include "dot.h"
 
 #include <labkit/lab.h>
+#include <labkit/variants.h>
 
 #include <algorithm>
 #include <set>
@@ -63,27 +64,10 @@ NarrowAnswers narrow_answers(const DotInputs& in, size_t n) {
 
 // ---- shared-memory junk ---------------------------------------------------------------
 // Shared memory is not cleared between kernels, but what a kernel finds there depends on
-// what ran before it. Filling every SM's shared memory with poison bytes before each call
-// makes a read of a slot no thread wrote give the same wrong answer every time, instead
-// of passing by luck where the slot happened to hold a zero.
-__global__ void fill_shared_memory_kernel(uint32_t pattern, size_t words) {
-  extern __shared__ uint32_t shared[];
-  for (size_t i = threadIdx.x; i < words; i += blockDim.x) shared[i] = pattern;
-  __syncthreads();
-  // Keep the stores: a shared word the kernel never reads could otherwise be dropped.
-  if (shared[(threadIdx.x * 7919u) % words] != pattern) __trap();
-}
-
-void fill_shared_memory_with_poison() {
-  static const size_t bytes = [] {
-    const size_t optin = labkit::current_device().shared_memory_per_block_optin;
-    CUDA_CHECK(cudaFuncSetAttribute(fill_shared_memory_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(optin)));
-    return optin;
-  }();
-  const int blocks = 2 * labkit::current_device().sm_count;  // at least one on every SM
-  fill_shared_memory_kernel<<<blocks, 1024, bytes>>>(0x01010101u * labkit::poison_byte, bytes / sizeof(uint32_t));
-  CUDA_CHECK_KERNELS(nullptr);
-}
+// what ran before it. The submission's process fills every SM's shared memory with poison
+// bytes before each call, so a read of a slot no thread wrote gives the same wrong answer
+// every time, instead of passing by luck where the slot happened to hold a zero.
+void fill_shared_memory_with_poison() { labkit::poison_student_shared_memory(0x01010101u * labkit::poison_byte); }
 
 // ---- dot: correctness ------------------------------------------------------------------
 
@@ -96,7 +80,7 @@ constexpr size_t padding_multiple = 1024;  // a multiple of any block size a stu
 std::vector<uint64_t> run_dot(const Case& c, const DotInputs& in, size_t n) {
   DeviceBuffer<int32_t> d_a(in.a), d_b(in.b);
   DeviceBuffer<int64_t> d_result(1);
-  auto* dot_fn = labkit::student<decltype(dot)>("dot");
+  auto dot_fn = labkit::student<decltype(dot)>("dot");
   std::vector<uint64_t> results;
   for (long long run = 0; run < c.integer("repeats", 5); ++run) {
     fill_shared_memory_with_poison();
@@ -215,7 +199,7 @@ void check_argmax(const Case& c) {
   labkit::export_array(c, "expected_index", std::vector<int64_t>{expected});
   DeviceBuffer<int32_t> d_in(in);
   DeviceBuffer<int64_t> d_index(1);
-  auto* argmax_fn = labkit::student<decltype(argmax)>("argmax");
+  auto argmax_fn = labkit::student<decltype(argmax)>("argmax");
 
   for (long long run = 0; run < c.integer("repeats", 5); ++run) {
     d_index.poison();
@@ -232,28 +216,42 @@ void check_argmax(const Case& c) {
 
 // ---- dot: performance ------------------------------------------------------------------
 
-// Two inputs of the same distribution and size alternate between samples, so a function
-// that replays an earlier answer is caught by the check after timing.
+// Three inputs of the same distribution and size; before each timed call one of them, at
+// random, is copied into the buffers the call reads (labkit/variants.h).
 struct PerfInputs {
-  explicit PerfInputs(const Case& c) {
-    for (uint64_t variant = 0; variant < 2; ++variant) {
-      const DotInputs host = make_dot_inputs(c, variant);
-      expected.push_back(cpu_dot(host, c.n));
-      a.emplace_back(host.a);
-      b.emplace_back(host.b);
-    }
+  static constexpr uint64_t variants = 3;
+
+  explicit PerfInputs(const Case& c) : PerfInputs(c, generate(c)) {}
+  PerfInputs(const Case& c, const std::vector<DotInputs>& hosts)
+      : a(side(hosts, &DotInputs::a)), b(side(hosts, &DotInputs::b)) {
+    for (const DotInputs& host : hosts) expected.push_back(cpu_dot(host, c.n));
   }
+  static std::vector<DotInputs> generate(const Case& c) {
+    std::vector<DotInputs> hosts;
+    for (uint64_t variant = 0; variant < variants; ++variant) hosts.push_back(make_dot_inputs(c, variant));
+    return hosts;
+  }
+  static std::vector<std::vector<int32_t>> side(const std::vector<DotInputs>& hosts,
+                                                std::vector<int32_t> DotInputs::*member) {
+    std::vector<std::vector<int32_t>> arrays;
+    for (const DotInputs& host : hosts) arrays.push_back(host.*member);
+    return arrays;
+  }
+
   std::vector<uint64_t> expected;
-  std::vector<DeviceBuffer<int32_t>> a, b;
+  labkit::VariantBuffer<int32_t> a, b;
   int current = 0;
 };
 
-labkit::PerfSubject perf_subject(decltype(dot)* fn, const Case& c, PerfInputs& inputs, DeviceBuffer<int64_t>& result) {
+labkit::PerfSubject perf_subject(labkit::Function<decltype(dot)> fn, const Case& c, PerfInputs& inputs,
+                                 DeviceBuffer<int64_t>& result) {
   return {{[fn, &c, &inputs, &result](cudaStream_t stream) {
-             fn(inputs.a[inputs.current].data(), inputs.b[inputs.current].data(), c.n, result.data(), stream);
+             fn(inputs.a.data(), inputs.b.data(), c.n, result.data(), stream);
            },
            [&inputs, &result](int sample) {
-             inputs.current = sample < 0 ? 0 : sample % 2;
+             inputs.current = labkit::pick_variant(sample, inputs.a.count());
+             inputs.a.load(inputs.current);
+             inputs.b.load(inputs.current);
              result.poison();
            }},
           [&inputs, &result]() -> std::string {

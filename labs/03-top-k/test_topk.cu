@@ -3,6 +3,7 @@
 #include "topk.h"
 
 #include <labkit/lab.h>
+#include <labkit/variants.h>
 
 #include <algorithm>
 #include <functional>
@@ -90,30 +91,33 @@ void check_topk(const Case& c) {
                       comparison.describe([](size_t i) { return "d_out[" + std::to_string(i) + "]"; }));
 }
 
-// Two inputs of the same distribution and size alternate between samples, so a function
-// that replays an earlier answer is caught by the check after timing.
+// Three inputs of the same distribution and size; before each timed call one of them, at
+// random, is copied into the buffer the call reads (labkit/variants.h).
 struct PerfInputs {
-  explicit PerfInputs(const Case& c) : k(case_k(c)) {
-    for (int variant = 0; variant < 2; ++variant) {
+  explicit PerfInputs(const Case& c) : k(case_k(c)), device(generate_variants(c)) {}
+
+  std::vector<Values> generate_variants(const Case& c) {
+    std::vector<Values> hosts;
+    for (int variant = 0; variant < 3; ++variant) {
       labkit::InputSpec spec = c.input;
       spec.seed += variant;
-      const Values host = labkit::generate<int32_t>(c.n, spec);
-      expected.push_back(cpu_topk(host, k));
-      device.emplace_back(host);
+      hosts.push_back(labkit::generate<int32_t>(c.n, spec));
+      expected.push_back(cpu_topk(hosts.back(), k));
     }
+    return hosts;
   }
   int k;
   std::vector<Values> expected;
-  std::vector<DeviceBuffer<int32_t>> device;
+  labkit::VariantBuffer<int32_t> device;
   int current = 0;
 };
 
-labkit::PerfSubject perf_subject(decltype(topk)* fn, const Case& c, PerfInputs& inputs, DeviceBuffer<int32_t>& out) {
-  return {{[fn, &c, &inputs, &out](cudaStream_t stream) {
-             fn(inputs.device[inputs.current].data(), c.n, inputs.k, out.data(), stream);
-           },
+labkit::PerfSubject perf_subject(labkit::Function<decltype(topk)> fn, const Case& c, PerfInputs& inputs,
+                                 DeviceBuffer<int32_t>& out) {
+  return {{[fn, &c, &inputs, &out](cudaStream_t stream) { fn(inputs.device.data(), c.n, inputs.k, out.data(), stream); },
            [&inputs, &out](int sample) {
-             inputs.current = sample < 0 ? 0 : sample % 2;
+             inputs.current = labkit::pick_variant(sample, inputs.device.count());
+             inputs.device.load(inputs.current);
              out.poison();
            }},
           [&inputs, &out] {

@@ -5,6 +5,7 @@
 #include "sgemm_anchors.cuh"
 
 #include <labkit/lab.h>
+#include <labkit/variants.h>
 
 #include <algorithm>
 #include <cmath>
@@ -306,34 +307,49 @@ void check_sgemm(const Case& c) {
                                 comparison.describe([&](size_t i) { return locate_in(s, i); }));
 }
 
-// Two inputs of the same shape alternate between samples, so a function that replays an
-// earlier answer is caught by the check after timing.
+// Three inputs of the same shape; before each timed call one of them, at random, is copied
+// into the buffers the call reads (labkit/variants.h).
 struct PerfInputs {
-  explicit PerfInputs(const Case& c) : shape(shape_of(c)), d_c(size_t(shape.m) * shape.n) {
-    for (int variant = 0; variant < 2; ++variant) {
-      labkit::InputSpec spec = c.input;
-      spec.seed += 10 * variant;
-      const Operands ops = make_operands(shape, spec);
-      checked.push_back(work_out(shape, ops, spec.seed, 1024));
-      d_a.emplace_back(ops.a);
-      d_b.emplace_back(ops.b);
-    }
+  static constexpr int variants = 3;
+
+  explicit PerfInputs(const Case& c) : PerfInputs(c, shape_of(c), generate(c)) {}
+  PerfInputs(const Case& c, const Shape& s, const std::vector<Operands>& ops)
+      : shape(s), d_a(side(ops, &Operands::a)), d_b(side(ops, &Operands::b)), d_c(size_t(s.m) * s.n) {
+    for (int variant = 0; variant < variants; ++variant)
+      checked.push_back(work_out(shape, ops[variant], seed_of(c, variant), 1024));
   }
+  static uint64_t seed_of(const Case& c, int variant) { return c.input.seed + 10 * uint64_t(variant); }
+  static std::vector<Operands> generate(const Case& c) {
+    std::vector<Operands> ops;
+    for (int variant = 0; variant < variants; ++variant) {
+      labkit::InputSpec spec = c.input;
+      spec.seed = seed_of(c, variant);
+      ops.push_back(make_operands(shape_of(c), spec));
+    }
+    return ops;
+  }
+  static std::vector<std::vector<float>> side(const std::vector<Operands>& ops, std::vector<float> Operands::*member) {
+    std::vector<std::vector<float>> arrays;
+    for (const Operands& o : ops) arrays.push_back(o.*member);
+    return arrays;
+  }
+
   Shape shape;
   std::vector<Checked> checked;
-  std::vector<DeviceBuffer<float>> d_a, d_b;
+  labkit::VariantBuffer<float> d_a, d_b;
   DeviceBuffer<float> d_c;
   int current = 0;
 };
 
-labkit::PerfSubject perf_subject(sgemm_anchors::SgemmFn* fn, PerfInputs& in) {
+labkit::PerfSubject perf_subject(labkit::Function<decltype(sgemm)> fn, PerfInputs& in) {
   return {{[fn, &in](cudaStream_t stream) {
              const Shape& s = in.shape;
-             fn(s.m, s.n, s.k, s.alpha, in.d_a[in.current].data(), in.d_b[in.current].data(), s.beta,
-                in.d_c.data(), stream);
+             fn(s.m, s.n, s.k, s.alpha, in.d_a.data(), in.d_b.data(), s.beta, in.d_c.data(), stream);
            },
            [&in](int sample) {
-             in.current = sample < 0 ? 0 : sample % 2;
+             in.current = labkit::pick_variant(sample, in.d_a.count());
+             in.d_a.load(in.current);
+             in.d_b.load(in.current);
              in.d_c.poison();
            }},
           [&in] { return compare(in.checked[in.current], in.d_c.download()).describe(); }};

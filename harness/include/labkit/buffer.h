@@ -1,7 +1,9 @@
-// RAII device memory, sized in elements.
+// RAII device memory, sized in elements. Every buffer can be handed to the process that runs
+// a submission (labkit/shared_memory.h), which maps it by itself and sees no other memory.
 #pragma once
 
 #include "labkit/cuda_check.h"
+#include "labkit/shared_memory.h"
 
 #include <cstddef>
 #include <utility>
@@ -19,11 +21,11 @@ public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t count) : count_(count) {
     // One element at least, so a function called with n = 0 still gets a valid pointer.
-    CUDA_CHECK(cudaMalloc(&data_, bytes_allocated()));
+    data_ = static_cast<T*>(allocate_shared(bytes_allocated()));
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { upload(host); }
   ~DeviceBuffer() {
-    if (data_ != nullptr) cudaFree(data_);
+    if (data_ != nullptr) free_shared(data_);
   }
   DeviceBuffer(DeviceBuffer&& other) noexcept { swap(other); }
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {

@@ -1,5 +1,10 @@
 // What a lab's test file uses: the student's and the reference's functions, the lab's
 // dataset, and the two ways a case reports its verdict to the grader.
+//
+// The checks are the trusted side. The submission's code never runs in their process: each
+// call of `student<Fn>(name)` runs in a separate, sandboxed host process (labkit/remote.h)
+// that maps only the DeviceBuffers passed to it. The reference solution is trusted and is
+// loaded here directly.
 #pragma once
 
 #include "labkit/buffer.h"
@@ -9,6 +14,7 @@
 #include "labkit/device.h"
 #include "labkit/generators.h"
 #include "labkit/npy.h"
+#include "labkit/remote.h"
 #include "labkit/timing.h"
 
 #include <doctest/doctest.h>
@@ -18,8 +24,7 @@
 
 namespace labkit {
 
-// A compiled implementation of the lab's contract (student files or reference solution),
-// loaded at run time so the tests are built once and each submission costs one compile.
+// The reference solution, loaded at run time so the checks are built once.
 class Module {
 public:
   explicit Module(const std::string& path);
@@ -37,20 +42,29 @@ private:
 
 void make_directories(const std::string& path);
 
-const Module& student_module();
 const Module& reference_module();
 const Dataset& dataset();
 
+// The process that runs the submission's code (started on first use).
+HostProcess& student_process();
+
 // The contract's functions are declared extern "C" in the lab header, so `Fn` is the
-// declared function's type: student<decltype(histogram)>("histogram").
+// declared function's type: student<decltype(histogram)>("histogram"). Both convert to
+// Function<Fn>, which is what helpers shared by the two sides should take.
 template <class Fn>
-Fn* student(const char* name) {
-  return reinterpret_cast<Fn*>(student_module().symbol(name));
+RemoteFunction<Fn> student(const char* name) {
+  return RemoteFunction<Fn>(student_process(), name);
 }
 template <class Fn>
 Fn* reference(const char* name) {
   return reinterpret_cast<Fn*>(reference_module().symbol(name));
 }
+template <class Fn>
+using Function = std::function<Fn>;
+
+// Fills every SM's shared memory with `pattern` in the submission's process before its next
+// call, so a read of a slot no thread wrote gives the same wrong answer every time.
+void poison_student_shared_memory(std::uint32_t pattern);
 
 // Where `grade export` asked the runner to write arrays (--export DIR), or empty.
 const std::string& export_dir();
@@ -71,18 +85,24 @@ void export_array(const Case& c, const std::string& name, const std::vector<T>& 
 // wrong and, where the failure's signature allows, gives a hint.
 void verdict(const Case& c, bool passed, const std::string& message = {});
 
-// Runs `body` for one case, turning a CUDA error or other exception into a failed verdict
-// with its message instead of losing the remaining cases.
+// Runs `body` for one case, turning a CUDA error, a crash or hang of the submission's process
+// or any other exception into a failed verdict with its message instead of losing the
+// remaining cases.
 void run_case(const Case& c, const std::function<void()>& body);
 
-// One side of a performance comparison.
+// One side of a performance comparison. `call.prepare(sample)` picks the sample's input (see
+// InputVariants) and poisons the output; `check_output` compares the output with what that
+// input should give.
 struct PerfSubject {
   TimedCall call;
-  std::function<std::string()> check_output;  // "" when the output after timing is right
+  std::function<std::string()> check_output;  // "" when the output is right
 };
 
-// Times the reference and the student on the same inputs, checks both outputs after
-// timing, and reports times, GB/s, % of measured bandwidth and the speed ratio.
+// Times the reference and the student on the same inputs and reports times, GB/s, % of
+// measured bandwidth and the speed ratio. The student's output is checked after every timed
+// call; its time is confirmed by our clock (time_submission_call). The reference's time comes
+// from the calibration cache when there is one, and is measured again here when the ratio sits
+// near one of the rubric's thresholds. Nothing is timed once a correctness case has failed.
 void measure_performance(const Case& c, double bytes_moved, const PerfSubject& student_side,
                          const PerfSubject& reference_side);
 

@@ -9,21 +9,46 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <stdexcept>
+#include <string>
 
 namespace labkit {
 
 struct TimingStats {
-  SampleSummary ms;              // per-call milliseconds
+  SampleSummary ms;              // per-call milliseconds: the figure that is scored
   double sm_clock_mhz = 0;       // measured while timing, to spot a throttled GPU
   bool off_stream_work = false;  // wall clock far above the event time in most samples: work on another stream
+  // A submission's call, timed in its own process (time_submission_call):
+  bool remote = false;
+  bool confirmed = true;         // its events agree with our clock
+  double reported_ms = 0;        // median of what its events said
+  double wall_ms = 0;            // median round trip on our clock
+  double overhead_ms = 0;        // the round trip of an empty call, from a host with no submission
 };
 
 struct TimedCall {
   std::function<void(cudaStream_t)> launch;  // the call being timed
   std::function<void(int sample)> prepare;   // untimed: poison outputs, pick an input
+  std::function<std::string()> verify;       // untimed, after every sample when set: "" if the output is right
+};
+
+// Thrown when `verify` finds a sample's output wrong.
+struct WrongDuringTiming : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {});
+
+// Times a call that runs in the submission's process (labkit/remote.h). Its own events give
+// the precise figure, but that process is not trusted: our wall clock around each call, less
+// the round trip of an empty call (`overhead_ms`, measured with a host that runs no
+// submission), bounds it from below. A report below that bound is not confirmed, and the
+// bound is scored instead. Every sample's output is verified.
+TimingStats time_submission_call(const TimedCall& call, double overhead_ms, const StoppingRule& rule = {});
+
+// The slack allowed between a confirmed event time and our clock's bound: jitter of the
+// round trip, and a little for the submission's own launch work.
+inline double confirmation_slack_ms(double reported_ms) { return 0.003 + 0.03 * reported_ms; }
 
 inline double gigabytes_per_second(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
 

@@ -1,0 +1,123 @@
+#include "intake.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <system_error>
+
+namespace fs = std::filesystem;
+
+namespace grade {
+
+namespace {
+
+// errno in words; thread-safe, unlike strerror (builds check files in parallel).
+std::string errno_text(int error) { return std::error_code(error, std::generic_category()).message(); }
+
+// What an entry that is not a regular file is, in a student's words.
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a named pipe";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+// Tries to open the file as it will be read: O_NOFOLLOW and O_NONBLOCK so that a link or a
+// pipe swapped in since the lstat is still neither followed nor waited on. Empty when it opens.
+std::string open_problem(const fs::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return errno_text(errno);
+  ::close(fd);
+  return {};
+}
+
+std::string linked_folder(const fs::path& link) {
+  return "the folder " + link.filename().string() + " is a symbolic link; hand in the folder itself, not a link to it";
+}
+
+}  // namespace
+
+std::string size_text(std::uintmax_t bytes) {
+  constexpr std::uintmax_t mib = 1 << 20;
+  if (bytes < mib) return std::to_string(bytes) + " bytes";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", std::ceil(double(bytes) * 10 / double(mib)) / 10);
+  std::string number = text;
+  if (number.size() > 2 && number.compare(number.size() - 2, 2, ".0") == 0) number.resize(number.size() - 2);
+  return number + " MiB";
+}
+
+std::string student_file_problem(const fs::path& file, const std::string& shown_name) {
+  struct stat info {};
+  if (::lstat(file.c_str(), &info) != 0) {
+    const int error = errno;
+    if (error == ENOENT || error == ENOTDIR) return shown_name + " not found";
+    return shown_name + " cannot be read (" + errno_text(error) + ")";
+  }
+  if (S_ISLNK(info.st_mode)) return shown_name + " is a symbolic link; hand in the file itself";
+  if (!S_ISREG(info.st_mode))
+    return shown_name + " is " + kind_of(info.st_mode) + ", not a file; hand in the file itself";
+  if (std::uintmax_t(info.st_size) > max_student_file_bytes)
+    return shown_name + " is " + size_text(info.st_size) + "; student files are limited to " +
+           size_text(max_student_file_bytes);
+  if (const std::string why = open_problem(file); !why.empty())
+    return shown_name + " cannot be read (" + why + "); make it readable and hand it in again";
+  return {};
+}
+
+std::string student_files_problem(const fs::path& dir, const std::vector<std::string>& files) {
+  std::error_code ignored;
+  if (fs::is_symlink(fs::symlink_status(dir, ignored))) return linked_folder(dir);
+  for (const std::string& file : files) {
+    // A declared file in a subfolder must not be reached through a linked subfolder either.
+    if (const fs::path link = first_symlink(dir, fs::path(file).parent_path()); !link.empty())
+      return linked_folder(link);
+    if (const std::string problem = student_file_problem(dir / file, file); !problem.empty()) return problem;
+  }
+  return {};
+}
+
+std::string submission_problem(const fs::path& entry) {
+  const std::string name = entry.filename().string();
+  const std::string folder = name.substr(0, name.find('.', 1));  // alice.tar.gz: alice
+  struct stat info {};
+  if (::lstat(entry.c_str(), &info) != 0) {
+    const std::string why = errno_text(errno);  // before anything else can change errno
+    return "this submission cannot be read (" + why + ")";
+  }
+  if (S_ISDIR(info.st_mode)) return {};
+  if (S_ISLNK(info.st_mode))
+    return "this submission is a symbolic link, not a folder: links are never followed, so copy the folder "
+           "itself in place of \"" + name + "\"";
+  if (S_ISREG(info.st_mode))
+    return "this submission is a file, not a folder: unpack \"" + name + "\" into a folder named \"" + folder +
+           "\" in its place";
+  return "this submission is " + kind_of(info.st_mode) + ", not a folder: put its files in a folder named \"" +
+         folder + "\"";
+}
+
+fs::path first_symlink(const fs::path& base, const fs::path& relative) {
+  fs::path at = base;
+  for (const fs::path& part : relative) {
+    at /= part;
+    std::error_code ignored;
+    if (fs::is_symlink(fs::symlink_status(at, ignored))) return at;
+  }
+  return {};
+}
+
+bool holds_all(const fs::path& dir, const std::vector<std::string>& files) {
+  std::error_code ignored;
+  if (!fs::is_directory(fs::symlink_status(dir, ignored))) return false;
+  for (const std::string& file : files)
+    if (fs::symlink_status(dir / file, ignored).type() == fs::file_type::not_found) return false;
+  return true;
+}
+
+}  // namespace grade

@@ -1,0 +1,34 @@
+// Reference timings kept between runs, so a class is not charged for timing the reference
+// solution again for every submission. One file per lab and key in the calibration folder;
+// the key is the GPU's name, the driver, the SM clock and a fingerprint of the kit's build
+// (the checks, the reference solution, the dataset), so a change to any of them starts over.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace labkit {
+
+// "NVIDIA H100 80GB HBM3 | driver 580.159.04 | 1980 MHz | kit 0123456789abcdef"
+std::string calibration_key(const std::vector<std::string>& kit_files);
+
+class Calibration {
+public:
+  Calibration() = default;
+  Calibration(const std::string& folder, const std::string& lab, const std::string& key);
+
+  bool enabled() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
+  std::optional<nlohmann::json> reference(const std::string& case_name) const;
+  // Records a case's reference timing and writes the file at once (whole or not at all).
+  void store(const std::string& case_name, nlohmann::json timing);
+
+private:
+  std::string path_;
+  nlohmann::json data_;
+};
+
+}  // namespace labkit

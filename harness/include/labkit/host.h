@@ -1,0 +1,88 @@
+// The host: the process that runs a submission's code. It is started by a lab's checks,
+// maps the device buffers they send, calls the contract's functions when asked, and replies
+// with a status. It holds no result channel, token, secret, expected output or reference
+// code, and it drops what it can of the machine before loading the submission
+// (labkit/sandbox.h). Each lab's host is this library plus a table of the contract's
+// functions, generated at build time from the lab's header (harness/src/host_contract.cpp.in).
+#pragma once
+
+#include "labkit/wire.h"
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+namespace labkit {
+
+class ImportedAllocation;
+
+// The buffers the checks have sent, by allocation id.
+class HostMappings {
+public:
+  void add(std::uint64_t id, std::unique_ptr<ImportedAllocation> allocation);
+  void remove(std::uint64_t id);
+  // The address of (id, offset); throws std::invalid_argument when the id is unknown or the
+  // offset is past the allocation.
+  void* address(std::uint64_t id, std::uint64_t offset) const;
+
+private:
+  std::map<std::uint64_t, std::unique_ptr<ImportedAllocation>> allocations_;
+};
+
+template <class T>
+T decode_argument(const wire::Argument& argument, const HostMappings& mappings, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, cudaStream_t>) {
+    return stream;
+  } else if constexpr (std::is_pointer_v<T>) {
+    if (argument.kind == wire::ArgumentKind::null_pointer) return nullptr;
+    return static_cast<T>(mappings.address(argument.bits, argument.offset));
+  } else {
+    return wire::from_bits<T>(argument.bits);
+  }
+}
+
+// Calls `symbol` as an `R(Args...)` with the request's arguments, in order.
+template <class R, class... Args, std::size_t... Index>
+std::uint64_t invoke_with(R (*)(Args...), std::index_sequence<Index...>, void* symbol, const wire::Request& request,
+                          const HostMappings& mappings, cudaStream_t stream) {
+  auto* function = reinterpret_cast<R (*)(Args...)>(symbol);
+  std::tuple<Args...> values{decode_argument<Args>(request.arguments[Index], mappings, stream)...};
+  if constexpr (std::is_void_v<R>) {
+    std::apply(function, values);
+    return 0;
+  } else {
+    return wire::to_bits(std::apply(function, values));
+  }
+}
+
+struct ContractFunction {
+  const char* name;
+  std::size_t argument_count;
+  std::uint64_t (*invoke)(void* symbol, const wire::Request&, const HostMappings&, cudaStream_t);
+};
+
+template <class Fn>
+struct ContractInvoker;
+template <class R, class... Args>
+struct ContractInvoker<R(Args...)> {
+  static std::uint64_t invoke(void* symbol, const wire::Request& request, const HostMappings& mappings,
+                              cudaStream_t stream) {
+    return invoke_with(static_cast<R (*)(Args...)>(nullptr), std::index_sequence_for<Args...>{}, symbol, request,
+                       mappings, stream);
+  }
+  static constexpr std::size_t argument_count = sizeof...(Args);
+};
+
+// One entry of the contract table: LABKIT_CONTRACT_FUNCTION(histogram).
+#define LABKIT_CONTRACT_FUNCTION(fn)                                                              \
+  ::labkit::ContractFunction {                                                                    \
+    #fn, ::labkit::ContractInvoker<decltype(fn)>::argument_count, &::labkit::ContractInvoker<decltype(fn)>::invoke \
+  }
+
+// Defined by each lab's generated file; ends with an entry whose name is null.
+extern const ContractFunction contract_functions[];
+
+}  // namespace labkit

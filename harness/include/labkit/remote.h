@@ -1,0 +1,132 @@
+// The checks' side of the host (labkit/host.h): a process that runs the submission's code,
+// started on first use and again after it dies, and typed calls into it. A lab's checks call
+// `labkit::student<decltype(histogram)>("histogram")(d_in, n, d_bins, stream)` as if the
+// function were local; the call returns once the work has finished on the device, and a
+// crash, hang or CUDA error in the submission becomes an exception with a message for the
+// student, never a lost checker.
+#pragma once
+
+#include "labkit/cuda_check.h"
+#include "labkit/shared_memory.h"
+#include "labkit/wire.h"
+
+#include <sys/types.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace labkit {
+
+// Something the submission's process did that ends the call: the message says what.
+class SubmissionFailure : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+struct HostOptions {
+  std::string executable;  // the lab's host program
+  std::string module;      // the compiled submission; empty for a host that runs none
+  double call_seconds = 20;          // a call still running after this is a hang
+  double start_seconds = 60;         // loading the module (constructors included)
+  std::vector<std::string> forbidden_libraries;  // file-name stems that must never be mapped
+  int max_hangs = 2;  // after this many hangs, further calls are refused at once
+};
+
+class HostProcess {
+public:
+  explicit HostProcess(HostOptions options);
+  ~HostProcess();
+  HostProcess(const HostProcess&) = delete;
+  HostProcess& operator=(const HostProcess&) = delete;
+
+  // Sends the buffers the request points into (first use only), then the request, and waits
+  // for the reply. A CUDA error throws CudaError and a crash, hang or refusal throws
+  // SubmissionFailure; either way the process is replaced before the next request.
+  wire::Reply request(const wire::Request& request);
+  void stop();  // ends the process now; the next request starts a fresh one
+
+  const std::string& sandbox() const { return sandbox_; }      // from the host's greeting
+  const std::string& forbidden_seen() const { return forbidden_seen_; }
+  double last_wall_ms() const { return last_wall_ms_; }        // of the last request, our clock
+
+private:
+  void start();
+  void send(const wire::Request& request, int fd = -1);
+  wire::Reply receive(double seconds, const char* doing);
+  [[noreturn]] void died(const char* doing);
+  void map_buffers(const wire::Request& request);
+  void unmap_freed();
+  void check_libraries();
+
+  HostOptions options_;
+  pid_t pid_ = -1;
+  int socket_ = -1;
+  std::string scratch_;
+  std::string sandbox_;
+  std::string forbidden_seen_;
+  std::set<std::uint64_t> mapped_;
+  int hangs_ = 0;
+  double last_wall_ms_ = 0;
+};
+
+// Set by the timing loop while it measures one call of the submission's: the call asks the
+// host for events around the work, and both the host's figure and our wall clock are kept.
+struct RemoteTiming {
+  int calls = 0;
+  double event_ms = 0;
+  double wall_ms = 0;
+};
+RemoteTiming*& current_remote_timing();
+
+template <class T>
+wire::Argument encode_argument(T value) {
+  wire::Argument argument;
+  if constexpr (std::is_same_v<T, cudaStream_t>) {
+    argument.kind = wire::ArgumentKind::stream;
+  } else if constexpr (std::is_pointer_v<T>) {
+    if (value == nullptr) {
+      argument.kind = wire::ArgumentKind::null_pointer;
+    } else {
+      const SharedLocation location = locate_shared(value);
+      argument.kind = wire::ArgumentKind::pointer;
+      argument.bits = location.id;
+      argument.offset = location.offset;
+    }
+  } else {
+    argument.bits = wire::to_bits(value);
+  }
+  return argument;
+}
+
+wire::Reply call_in_host(HostProcess& host, wire::Request& request);  // fills `timed`, records timing
+
+template <class Fn>
+class RemoteFunction;
+
+// A contract function as the checks see it: same signature, run in the host. The stream
+// argument is ignored (the host uses its own), and the call is synchronous.
+template <class R, class... Args>
+class RemoteFunction<R(Args...)> {
+public:
+  RemoteFunction(HostProcess& host, std::string name) : host_(&host), name_(std::move(name)) {}
+
+  R operator()(Args... args) const {
+    static_assert(sizeof...(Args) <= wire::max_arguments, "too many arguments for the wire format");
+    wire::Request request;
+    request.op = wire::Op::call;
+    wire::set_text(request.function, sizeof request.function, name_.c_str());
+    request.argument_count = sizeof...(Args);
+    std::size_t next = 0;
+    ((request.arguments[next++] = encode_argument<Args>(args)), ...);
+    const wire::Reply reply = call_in_host(*host_, request);
+    if constexpr (!std::is_void_v<R>) return wire::from_bits<R>(reply.return_bits);
+  }
+
+private:
+  HostProcess* host_;
+  std::string name_;
+};
+
+}  // namespace labkit

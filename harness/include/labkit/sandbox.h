@@ -1,0 +1,27 @@
+// What the host gives up before it loads a submission's code. Each step is the kernel's own
+// mechanism, applied to the host process alone:
+//   - run as an unprivileged user (nobody) when started as root, so the submission cannot
+//     signal, trace or read the memory of the grader's processes, and no new privileges;
+//   - Landlock (Linux 5.13+): read access only to the system's libraries and configuration,
+//     the driver's files, and the submission's own module; writes only to a scratch folder.
+//     The kit's sources and build (the reference solutions), the grader's reports and other
+//     submissions' folders cannot be opened, and Landlock also forbids tracing processes
+//     outside the sandbox (/proc/PID/mem, environ, fd).
+// Where the kernel lacks Landlock, the host says so and the report shows it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace labkit {
+
+struct SandboxPolicy {
+  std::vector<std::string> readable_files;  // the submission's module
+  std::string scratch_dir;                  // the only place it may write
+};
+
+// Applies the policy to this process. Returns a one-line description of what is in force
+// ("uid 65534, Landlock ABI 7"); throws when a step that should work fails.
+std::string enter_sandbox(const SandboxPolicy& policy);
+
+}  // namespace labkit

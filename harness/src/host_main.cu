@@ -1,0 +1,232 @@
+// The host's main: `lab-NN-host --module PATH --scratch DIR` (socket on fd 3), started by a
+// lab's checks. Order matters: CUDA is initialised and the sandbox entered before the
+// submission's module is loaded, so nothing the student wrote runs with more than the
+// sandbox allows, constructors included.
+#include "labkit/host.h"
+
+#include "labkit/cuda_check.h"
+#include "labkit/sandbox.h"
+#include "labkit/shared_memory.h"
+
+#include <dlfcn.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace labkit {
+
+void HostMappings::add(std::uint64_t id, std::unique_ptr<ImportedAllocation> allocation) {
+  allocations_[id] = std::move(allocation);
+}
+
+void HostMappings::remove(std::uint64_t id) { allocations_.erase(id); }
+
+void* HostMappings::address(std::uint64_t id, std::uint64_t offset) const {
+  const auto found = allocations_.find(id);
+  if (found == allocations_.end() || offset > found->second->bytes())
+    throw std::invalid_argument("a pointer argument names memory this process was not given");
+  return found->second->data() + offset;
+}
+
+}  // namespace labkit
+
+namespace {
+
+using namespace labkit;
+
+constexpr int socket_fd = 3;
+
+// Reads one request, and the file descriptor that comes with a map request.
+bool receive(wire::Request& request, int& fd) {
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec io{&request, sizeof request};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  if (recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC) != ssize_t(sizeof request)) return false;
+  fd = -1;
+  if (const cmsghdr* header = CMSG_FIRSTHDR(&message); header && header->cmsg_type == SCM_RIGHTS)
+    std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
+  return true;
+}
+
+void send_reply(const wire::Reply& reply) {
+  if (send(socket_fd, &reply, sizeof reply, MSG_NOSIGNAL) != ssize_t(sizeof reply)) std::_Exit(0);
+}
+
+wire::Reply failure(wire::Status status, const std::string& text, cudaError_t code = cudaSuccess) {
+  wire::Reply reply;
+  reply.status = status;
+  reply.cuda_error = int(code);
+  wire::set_text(reply.message, sizeof reply.message, text.c_str());
+  return reply;
+}
+
+__global__ void empty_kernel() {}
+
+// Shared memory is not cleared between kernels, so filling it with a pattern before a call
+// makes a read of a slot no thread wrote give the same wrong answer every time.
+__global__ void fill_shared_memory_kernel(std::uint32_t pattern, std::size_t words) {
+  extern __shared__ std::uint32_t shared[];
+  for (std::size_t i = threadIdx.x; i < words; i += blockDim.x) shared[i] = pattern;
+  __syncthreads();
+  // Keep the stores: a shared word the kernel never reads could otherwise be dropped.
+  if (shared[(threadIdx.x * 7919u) % words] != pattern) __trap();
+}
+
+void fill_shared_memory(std::uint32_t pattern, cudaStream_t stream) {
+  int device = 0, optin = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_CHECK(cudaFuncSetAttribute(fill_shared_memory_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+  fill_shared_memory_kernel<<<2 * sms, 1024, optin, stream>>>(pattern, std::size_t(optin) / sizeof(std::uint32_t));
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+class Host {
+public:
+  Host(void* module) : module_(module) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&start_));
+    CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+
+  wire::Reply handle(const wire::Request& request, int fd) {
+    switch (request.op) {
+      case wire::Op::map:
+        mappings_.add(request.id, std::make_unique<ImportedAllocation>(fd, std::size_t(request.bytes)));
+        return {};
+      case wire::Op::unmap:
+        mappings_.remove(request.id);
+        return {};
+      case wire::Op::poison_shared_memory:
+        fill_shared_memory(request.pattern, stream_);
+        return {};
+      case wire::Op::noop:
+        return timed(request, [&] { empty_kernel<<<1, 1, 0, stream_>>>(); return std::uint64_t(0); });
+      case wire::Op::call:
+        return call(request);
+    }
+    return failure(wire::Status::failed, "unknown request");
+  }
+
+private:
+  const ContractFunction* find(const char* name) const {
+    for (const ContractFunction* f = contract_functions; f->name != nullptr; ++f)
+      if (std::strncmp(f->name, name, wire::name_bytes) == 0) return f;
+    return nullptr;
+  }
+
+  void* symbol(const ContractFunction& function) {
+    auto& address = symbols_[function.name];
+    if (address == nullptr && module_ != nullptr) address = dlsym(module_, function.name);
+    return address;
+  }
+
+  wire::Reply call(const wire::Request& request) {
+    const ContractFunction* function = find(request.function);
+    if (function == nullptr || function->argument_count != request.argument_count)
+      return failure(wire::Status::failed, std::string("the contract has no function ") + request.function);
+    void* address = symbol(*function);
+    if (address == nullptr)
+      return failure(wire::Status::failed,
+                     std::string(function->name) + " is not defined in your code: define it exactly as the lab's "
+                     "header declares it, and include that header so it keeps its extern \"C\" name");
+    return timed(request, [&] { return function->invoke(address, request, mappings_, stream_); });
+  }
+
+  // Runs `body` with events around it when asked, then waits for the whole device, so work
+  // left on other streams is finished (and counted by the checks' clock) before the reply.
+  template <class Body>
+  wire::Reply timed(const wire::Request& request, Body body) {
+    wire::Reply reply;
+    if (request.timed) CUDA_CHECK(cudaEventRecord(start_, stream_));
+    reply.return_bits = body();
+    if (request.timed) CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    cudaError_t status = cudaGetLastError();
+    const cudaError_t synced = cudaDeviceSynchronize();
+    if (status == cudaSuccess) status = synced;
+    if (status != cudaSuccess)
+      return failure(wire::Status::cuda_error,
+                     std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")", status);
+    if (request.timed) {
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+      reply.event_ms = ms;
+    }
+    return reply;
+  }
+
+  void* module_;
+  cudaStream_t stream_{};
+  cudaEvent_t start_{}, stop_{};
+  HostMappings mappings_;
+  std::map<std::string, void*> symbols_;
+};
+
+struct Arguments {
+  std::string module;   // empty: a host with no submission (measures the round trip)
+  std::string scratch;
+};
+
+Arguments parse(int argc, char** argv) {
+  Arguments args;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--module") args.module = argv[i + 1];
+    if (flag == "--scratch") args.scratch = argv[i + 1];
+  }
+  return args;
+}
+
+// Loading runs the module's constructors: student code, already inside the sandbox.
+void* load_module(const std::string& path) {
+  if (path.empty()) return nullptr;
+  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (module == nullptr) throw std::runtime_error(std::string("cannot load your compiled code: ") + dlerror());
+  return module;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Arguments args = parse(argc, argv);
+  wire::Reply hello;
+  std::unique_ptr<Host> host;
+  try {
+    CUDA_CHECK(cudaFree(nullptr));  // the driver and its libraries load before the sandbox closes
+    const std::string sandbox = enter_sandbox({{args.module}, args.scratch});
+    wire::set_text(hello.message, sizeof hello.message, sandbox.c_str());
+    host = std::make_unique<Host>(load_module(args.module));
+  } catch (const std::exception& error) {
+    hello = failure(wire::Status::failed, error.what());
+  }
+  send_reply(hello);
+  if (!host) return 1;
+
+  wire::Request request;
+  int fd = -1;
+  while (receive(request, fd)) {
+    wire::Reply reply;
+    try {
+      reply = host->handle(request, fd);
+    } catch (const CudaError& error) {
+      reply = failure(wire::Status::cuda_error, error.what(), error.code());
+    } catch (const std::exception& error) {
+      reply = failure(wire::Status::failed, error.what());
+    } catch (...) {
+      reply = failure(wire::Status::failed, "your code threw a C++ exception out of the contract function");
+    }
+    send_reply(reply);
+  }
+  return 0;
+}

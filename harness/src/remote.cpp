@@ -1,0 +1,241 @@
+#include "labkit/remote.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+namespace labkit {
+
+namespace {
+
+constexpr int host_socket_fd = 3;  // where the host expects its end
+constexpr uid_t nobody = 65534;
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// What the host inherits of our environment: where programs and libraries are, and which
+// GPU to use. Nothing else: no secret, no result channel, no token.
+std::vector<std::string> host_environment(const std::string& scratch) {
+  std::vector<std::string> variables = {"HOME=" + scratch, "TMPDIR=" + scratch, "LANG=C.UTF-8",
+                                        "CUDA_CACHE_PATH=" + scratch + "/cuda-cache"};
+  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
+    if (const char* value = std::getenv(name)) variables.push_back(std::string(name) + "=" + value);
+  return variables;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+std::string make_scratch() {
+  char pattern[] = "/tmp/labkit-host-XXXXXX";
+  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("cannot make a scratch folder in /tmp");
+  // The host drops to nobody when started as root; its scratch folder must stay writable.
+  if (geteuid() == 0 && chown(pattern, nobody, nobody) != 0)
+    throw std::runtime_error("cannot hand the scratch folder to nobody");
+  return pattern;
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    const int signal = WTERMSIG(status);
+    return std::string("was killed by SIG") + sigabbrev_np(signal) + " (" + strsignal(signal) + ")";
+  }
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  return "stopped";
+}
+
+}  // namespace
+
+HostProcess::HostProcess(HostOptions options) : options_(std::move(options)) {}
+
+HostProcess::~HostProcess() { stop(); }
+
+void HostProcess::start() {
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) throw std::runtime_error("socketpair failed");
+  scratch_ = make_scratch();
+  std::vector<std::string> argv_strings = {options_.executable, "--scratch", scratch_};
+  if (!options_.module.empty()) argv_strings.insert(argv_strings.end(), {"--module", options_.module});
+  std::vector<std::string> env_strings = host_environment(scratch_);
+  std::vector<char*> argv = pointers(argv_strings), envp = pointers(env_strings);
+
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    // Only the socket crosses: every other descriptor (the result channel above all) closes.
+    if (dup2(ends[1], host_socket_fd) < 0) _exit(127);
+    fcntl(host_socket_fd, F_SETFD, 0);
+    close_range(host_socket_fd + 1, ~0u, 0);
+    signal(SIGPIPE, SIG_DFL);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  close(ends[1]);
+  socket_ = ends[0];
+  mapped_.clear();
+  const wire::Reply hello = receive(options_.start_seconds, "while loading your code");
+  if (hello.status != wire::Status::ok) {
+    const std::string message = hello.message;
+    stop();
+    throw SubmissionFailure(message);
+  }
+  sandbox_ = hello.message;
+}
+
+void HostProcess::stop() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (socket_ >= 0) close(socket_);
+  pid_ = socket_ = -1;
+  if (!scratch_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(scratch_, ignored);
+    scratch_.clear();
+  }
+}
+
+void HostProcess::send(const wire::Request& request, int fd) {
+  iovec io{const_cast<wire::Request*>(&request), sizeof request};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+  }
+  if (sendmsg(socket_, &message, MSG_NOSIGNAL) != ssize_t(sizeof request)) died("before it took the call");
+}
+
+// A reply must arrive whole within `seconds`; anything else is a crash or a hang.
+wire::Reply HostProcess::receive(double seconds, const char* doing) {
+  pollfd ready{socket_, POLLIN, 0};
+  const int polled = poll(&ready, 1, int(seconds * 1000));
+  if (polled == 0) {
+    stop();
+    ++hangs_;
+    throw SubmissionFailure("your code did not return within " + std::to_string(int(seconds)) + " s " + doing +
+                            " and was stopped (a kernel or loop that never ends?)");
+  }
+  wire::Reply reply;
+  if (recv(socket_, &reply, sizeof reply, 0) != ssize_t(sizeof reply)) died(doing);
+  reply.message[sizeof reply.message - 1] = '\0';
+  return reply;
+}
+
+[[noreturn]] void HostProcess::died(const char* doing) {
+  int status = 0;
+  // The socket closed: the process is gone or going; give it a moment to be reaped.
+  for (int i = 0; i < 100 && waitpid(pid_, &status, WNOHANG) == 0; ++i) usleep(10 * 1000);
+  const bool reaped = WIFEXITED(status) || WIFSIGNALED(status);
+  const std::string what = reaped ? describe_status(status) : "closed its connection";
+  pid_ = reaped ? -1 : pid_;
+  stop();
+  throw SubmissionFailure("the process running your code " + what + " " + doing);
+}
+
+void HostProcess::map_buffers(const wire::Request& request) {
+  for (std::uint32_t i = 0; i < request.argument_count && i < std::uint32_t(wire::max_arguments); ++i) {
+    const wire::Argument& argument = request.arguments[i];
+    if (argument.kind != wire::ArgumentKind::pointer || mapped_.count(argument.bits)) continue;
+    wire::Request map;
+    map.op = wire::Op::map;
+    map.id = argument.bits;
+    const ExportedAllocation exported = export_shared(map.id);
+    map.bytes = exported.bytes;
+    send(map, exported.fd);
+    close(exported.fd);
+    const wire::Reply reply = receive(options_.call_seconds, "while mapping a buffer");
+    if (reply.status != wire::Status::ok) throw SubmissionFailure(std::string("mapping a buffer failed: ") + reply.message);
+    mapped_.insert(map.id);
+  }
+}
+
+// Buffers freed since the last call leave the host too, or it would keep their memory.
+void HostProcess::unmap_freed() {
+  for (auto it = mapped_.begin(); it != mapped_.end();) {
+    if (shared_allocation_live(*it)) {
+      ++it;
+      continue;
+    }
+    wire::Request unmap;
+    unmap.op = wire::Op::unmap;
+    unmap.id = *it;
+    send(unmap);
+    receive(options_.call_seconds, "while releasing a buffer");
+    it = mapped_.erase(it);
+  }
+}
+
+// A second line behind the sandbox: a forbidden library mapped into the process, however it
+// got there, ends the call.
+void HostProcess::check_libraries() {
+  if (options_.forbidden_libraries.empty() || pid_ <= 0) return;
+  std::ifstream maps("/proc/" + std::to_string(pid_) + "/maps");
+  for (std::string line; std::getline(maps, line);)
+    for (const std::string& stem : options_.forbidden_libraries)
+      if (line.find("/" + stem + ".so") != std::string::npos) {
+        forbidden_seen_ = stem;
+        stop();
+        throw SubmissionFailure("your code loaded " + stem + " at run time, a library this lab forbids");
+      }
+}
+
+wire::Reply HostProcess::request(const wire::Request& request) {
+  if (hangs_ >= options_.max_hangs)
+    throw SubmissionFailure("not run: " + std::to_string(hangs_) + " earlier calls never returned");
+  if (pid_ <= 0) start();
+  unmap_freed();
+  map_buffers(request);
+  const double started = now_ms();
+  send(request);
+  const wire::Reply reply = receive(options_.call_seconds, "during this call");
+  last_wall_ms_ = now_ms() - started;
+  check_libraries();
+  if (reply.status == wire::Status::cuda_error) {
+    stop();  // the context may be lost: the next call gets a fresh process
+    throw CudaError(cudaError_t(reply.cuda_error), std::string("your code raised a CUDA error: ") + reply.message);
+  }
+  if (reply.status != wire::Status::ok) throw SubmissionFailure(reply.message);
+  return reply;
+}
+
+RemoteTiming*& current_remote_timing() {
+  thread_local RemoteTiming* timing = nullptr;
+  return timing;
+}
+
+wire::Reply call_in_host(HostProcess& host, wire::Request& request) {
+  RemoteTiming* timing = current_remote_timing();
+  request.timed = timing != nullptr;
+  const wire::Reply reply = host.request(request);
+  if (timing != nullptr) {
+    ++timing->calls;
+    timing->event_ms = reply.event_ms;
+    timing->wall_ms = host.last_wall_ms();
+  }
+  return reply;
+}
+
+}  // namespace labkit

@@ -1,0 +1,215 @@
+#include "labkit/shared_memory.h"
+
+#include "labkit/cuda_check.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <unistd.h>
+
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace labkit {
+
+namespace {
+
+// The driver's virtual-memory calls, fetched through the runtime so that nothing links
+// against libcuda: without a driver (CI) the programs still start and skip cleanly.
+struct DriverCalls {
+  PFN_cuMemGetAllocationGranularity_v10020 granularity = nullptr;
+  PFN_cuMemCreate_v10020 create = nullptr;
+  PFN_cuMemRelease_v10020 release = nullptr;
+  PFN_cuMemAddressReserve_v10020 reserve = nullptr;
+  PFN_cuMemAddressFree_v10020 address_free = nullptr;
+  PFN_cuMemMap_v10020 map = nullptr;
+  PFN_cuMemUnmap_v10020 unmap = nullptr;
+  PFN_cuMemSetAccess_v10020 set_access = nullptr;
+  PFN_cuMemExportToShareableHandle_v10020 export_handle = nullptr;
+  PFN_cuMemImportFromShareableHandle_v10020 import_handle = nullptr;
+  PFN_cuGetErrorString_v6000 error_string = nullptr;
+};
+
+template <class Fn>
+void fetch(const char* name, Fn& fn) {
+  void* address = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &address, 12000, cudaEnableDefault, &found));
+  if (found != cudaDriverEntryPointSuccess || address == nullptr)
+    throw std::runtime_error(std::string("the CUDA driver has no ") + name);
+  fn = reinterpret_cast<Fn>(address);
+}
+
+const DriverCalls& driver() {
+  static const DriverCalls calls = [] {
+    DriverCalls c;
+    fetch("cuMemGetAllocationGranularity", c.granularity);
+    fetch("cuMemCreate", c.create);
+    fetch("cuMemRelease", c.release);
+    fetch("cuMemAddressReserve", c.reserve);
+    fetch("cuMemAddressFree", c.address_free);
+    fetch("cuMemMap", c.map);
+    fetch("cuMemUnmap", c.unmap);
+    fetch("cuMemSetAccess", c.set_access);
+    fetch("cuMemExportToShareableHandle", c.export_handle);
+    fetch("cuMemImportFromShareableHandle", c.import_handle);
+    fetch("cuGetErrorString", c.error_string);
+    return c;
+  }();
+  return calls;
+}
+
+void check_driver(CUresult result, const char* call) {
+  if (result == CUDA_SUCCESS) return;
+  const char* text = "unknown error";
+  if (driver().error_string != nullptr) driver().error_string(result, &text);
+  throw CudaError(cudaErrorUnknown, std::string(call) + " failed: " + text);
+}
+
+int current_ordinal() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+CUmemAllocationProp allocation_properties() {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = current_ordinal();
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+
+std::size_t rounded_to_granularity(std::size_t bytes) {
+  static const std::size_t granularity = [] {
+    const CUmemAllocationProp prop = allocation_properties();
+    std::size_t g = 0;
+    check_driver(driver().granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "cuMemGetAllocationGranularity");
+    return g;
+  }();
+  const std::size_t wanted = bytes > 0 ? bytes : 1;
+  return (wanted + granularity - 1) / granularity * granularity;
+}
+
+// Reserves an address range, maps `handle` there and opens it to the current device.
+CUdeviceptr map_read_write(CUmemGenericAllocationHandle handle, std::size_t bytes) {
+  CUdeviceptr address = 0;
+  check_driver(driver().reserve(&address, bytes, 0, 0, 0), "cuMemAddressReserve");
+  check_driver(driver().map(address, bytes, 0, handle, 0), "cuMemMap");
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = current_ordinal();
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  check_driver(driver().set_access(address, bytes, &access, 1), "cuMemSetAccess");
+  return address;
+}
+
+void unmap(CUdeviceptr address, CUmemGenericAllocationHandle handle, std::size_t bytes) {
+  driver().unmap(address, bytes);
+  driver().address_free(address, bytes);
+  driver().release(handle);
+}
+
+struct Allocation {
+  std::uint64_t id;
+  CUmemGenericAllocationHandle handle;
+  std::size_t bytes;
+};
+
+// Live allocations by start address. A mutex, since a lab's checks may allocate from more
+// than one thread.
+struct Registry {
+  std::mutex mutex;
+  std::map<CUdeviceptr, Allocation> by_address;
+  std::uint64_t next_id = 1;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+void* allocate_shared(std::size_t bytes) {
+  const std::size_t size = rounded_to_granularity(bytes);
+  const CUmemAllocationProp prop = allocation_properties();
+  CUmemGenericAllocationHandle handle = 0;
+  const CUresult created = driver().create(&handle, size, &prop, 0);
+  if (created == CUDA_ERROR_OUT_OF_MEMORY)
+    throw CudaError(cudaErrorMemoryAllocation, "out of device memory allocating " + std::to_string(size) + " bytes");
+  check_driver(created, "cuMemCreate");
+  const CUdeviceptr address = map_read_write(handle, size);
+  std::lock_guard lock(registry().mutex);
+  registry().by_address[address] = {registry().next_id++, handle, size};
+  return reinterpret_cast<void*>(address);
+}
+
+void free_shared(void* address) {
+  Allocation allocation{};
+  {
+    std::lock_guard lock(registry().mutex);
+    const auto found = registry().by_address.find(reinterpret_cast<CUdeviceptr>(address));
+    if (found == registry().by_address.end()) return;
+    allocation = found->second;
+    registry().by_address.erase(found);
+  }
+  // Work still queued on the buffer must finish before its memory goes.
+  cudaDeviceSynchronize();
+  unmap(reinterpret_cast<CUdeviceptr>(address), allocation.handle, allocation.bytes);
+}
+
+SharedLocation locate_shared(const void* address) {
+  const auto target = reinterpret_cast<CUdeviceptr>(address);
+  std::lock_guard lock(registry().mutex);
+  auto& allocations = registry().by_address;
+  auto after = allocations.upper_bound(target);
+  if (after != allocations.begin()) {
+    const auto& [start, allocation] = *std::prev(after);
+    if (target < start + allocation.bytes) return {allocation.id, std::size_t(target - start), allocation.bytes};
+  }
+  throw std::logic_error("a pointer handed to the submission is not in a DeviceBuffer: the lab's checks must "
+                         "allocate everything they pass through labkit::DeviceBuffer");
+}
+
+bool shared_allocation_live(std::uint64_t id) {
+  std::lock_guard lock(registry().mutex);
+  for (const auto& [start, allocation] : registry().by_address)
+    if (allocation.id == id) return true;
+  return false;
+}
+
+ExportedAllocation export_shared(std::uint64_t id) {
+  Allocation found{};
+  {
+    std::lock_guard lock(registry().mutex);
+    for (const auto& [start, allocation] : registry().by_address)
+      if (allocation.id == id) found = allocation;
+  }
+  if (found.id == 0) throw std::logic_error("export_shared: no live allocation " + std::to_string(id));
+  ExportedAllocation exported;
+  exported.bytes = found.bytes;
+  check_driver(driver().export_handle(&exported.fd, found.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+               "cuMemExportToShareableHandle");
+  return exported;
+}
+
+ImportedAllocation::ImportedAllocation(int fd, std::size_t bytes) : bytes_(bytes) {
+  CUmemGenericAllocationHandle handle = 0;
+  const CUresult imported = driver().import_handle(&handle, reinterpret_cast<void*>(std::intptr_t(fd)),
+                                                   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  close(fd);
+  check_driver(imported, "cuMemImportFromShareableHandle");
+  handle_ = handle;
+  address_ = map_read_write(handle, bytes);
+}
+
+ImportedAllocation::~ImportedAllocation() {
+  cudaDeviceSynchronize();
+  unmap(address_, handle_, bytes_);
+}
+
+}  // namespace labkit

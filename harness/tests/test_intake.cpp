@@ -1,0 +1,263 @@
+// Taking students' files in: every kind of broken or hostile submission gets a message the
+// student can act on, nothing outside a submission is ever read, and the rest is still graded.
+#include "batch.h"
+#include "catalog.h"
+#include "exports.h"
+#include "grader.h"
+#include "intake.h"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh folder under /tmp, removed afterwards (links inside are removed, never their targets).
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) : path(fs::temp_directory_path() / ("labkit-test-intake-" + name)) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void write(const fs::path& file, const std::string& text) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << text;
+}
+
+const fs::path kit_root = LABKIT_TEST_SOURCE_ROOT;
+
+const grade::LabSpec& histogram_lab() {
+  static const std::vector<grade::LabSpec> labs = grade::load_catalog(kit_root.string());
+  return grade::find_lab(labs, "01");
+}
+
+// A toolchain that cannot compile anything: these tests must get their verdicts without nvcc.
+grade::Toolchain no_compiler(const fs::path& build_root) {
+  return {kit_root.string(), build_root.string(), "/nonexistent/nvcc", {}};
+}
+
+}  // namespace
+
+TEST_SUITE("intake") {
+  TEST_CASE("a plain file up to 1 MiB is taken") {
+    TempDir dir("plain");
+    write(dir.path / "histogram.cu", "__global__ void k() {}\n");
+    CHECK(grade::student_file_problem(dir.path / "histogram.cu", "histogram.cu") == "");
+    fs::resize_file(dir.path / "histogram.cu", grade::max_student_file_bytes);
+    CHECK(grade::student_file_problem(dir.path / "histogram.cu", "histogram.cu") == "");
+    CHECK(grade::student_files_problem(dir.path, {"histogram.cu"}) == "");
+  }
+
+  TEST_CASE("a missing file is named") {
+    TempDir dir("missing");
+    CHECK(grade::student_file_problem(dir.path / "histogram.cu", "histogram.cu") == "histogram.cu not found");
+  }
+
+  TEST_CASE("a symbolic link is refused, wherever it points, and never followed") {
+    TempDir dir("link");
+    write(dir.path / "mine.cu", "int x;\n");
+    const std::string refusal = "histogram.cu is a symbolic link; hand in the file itself";
+    for (const fs::path& target : {fs::path("/etc/passwd"), kit_root / "solutions" / "01-histogram" / "histogram.cu",
+                                   fs::path("mine.cu"), fs::path("nowhere.cu")}) {
+      CAPTURE(target);
+      fs::remove(dir.path / "histogram.cu");
+      fs::create_symlink(target, dir.path / "histogram.cu");
+      CHECK(grade::student_file_problem(dir.path / "histogram.cu", "histogram.cu") == refusal);
+      CHECK(grade::student_files_problem(dir.path, {"histogram.cu"}) == refusal);
+    }
+  }
+
+  TEST_CASE("a file over 1 MiB is refused with its size") {
+    TempDir dir("size");
+    write(dir.path / "histogram.cu", "");
+    fs::resize_file(dir.path / "histogram.cu", 3355443);  // 3.2 MiB, sparse
+    CHECK(grade::student_file_problem(dir.path / "histogram.cu", "histogram.cu") ==
+          "histogram.cu is 3.2 MiB; student files are limited to 1 MiB");
+    fs::resize_file(dir.path / "histogram.cu", grade::max_student_file_bytes + 1);  // rounded up, not "1.0"
+    CHECK(grade::student_file_problem(dir.path / "histogram.cu", "histogram.cu") ==
+          "histogram.cu is 1.1 MiB; student files are limited to 1 MiB");
+  }
+
+  TEST_CASE("a folder, a pipe or a device where a file should be is refused without opening it") {
+    TempDir dir("not-a-file");
+    fs::create_directory(dir.path / "histogram.cu");
+    CHECK(grade::student_file_problem(dir.path / "histogram.cu", "histogram.cu") ==
+          "histogram.cu is a folder, not a file; hand in the file itself");
+    REQUIRE(mkfifo((dir.path / "dot.cu").c_str(), 0644) == 0);  // opening it to read would block
+    CHECK(grade::student_file_problem(dir.path / "dot.cu", "dot.cu") ==
+          "dot.cu is a named pipe, not a file; hand in the file itself");
+    CHECK(grade::student_file_problem("/dev/zero", "topk.cu") ==
+          "topk.cu is a device, not a file; hand in the file itself");
+  }
+
+  TEST_CASE("an unreadable file is refused") {
+    if (geteuid() == 0) {
+      MESSAGE("skipped: root reads a file whatever its permissions");
+      return;
+    }
+    TempDir dir("unreadable");
+    write(dir.path / "histogram.cu", "int x;\n");
+    fs::permissions(dir.path / "histogram.cu", fs::perms::none);
+    CHECK(grade::student_file_problem(dir.path / "histogram.cu", "histogram.cu") ==
+          "histogram.cu cannot be read (Permission denied); make it readable and hand it in again");
+    fs::permissions(dir.path / "histogram.cu", fs::perms::owner_all);
+  }
+
+  TEST_CASE("a lab folder is found without looking through links") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir base("find");
+    const std::string root = base.path.string();
+    CHECK(grade::find_student_dir(lab, root) == "");
+
+    // A linked lab folder (to the kit's solutions!) comes back as the link, and is refused by name.
+    fs::create_directories(base.path / "labs");
+    fs::create_directory_symlink(kit_root / "solutions" / lab.dir, base.path / "labs" / lab.dir);
+    CHECK(grade::find_student_dir(lab, root) == (base.path / "labs" / lab.dir).string());
+    CHECK(grade::student_files_problem(grade::find_student_dir(lab, root), lab.student_files) ==
+          "the folder 01-histogram is a symbolic link; hand in the folder itself, not a link to it");
+
+    // A real folder that holds the files wins over the link.
+    write(base.path / lab.dir / "histogram.cu", "int x;\n");
+    CHECK(grade::find_student_dir(lab, root) == (base.path / lab.dir).string());
+
+    // So does a linked file in a real folder: it is found, then refused precisely.
+    fs::remove(base.path / lab.dir / "histogram.cu");
+    fs::create_symlink("/etc/passwd", base.path / lab.dir / "histogram.cu");
+    CHECK(grade::find_student_dir(lab, root) == (base.path / lab.dir).string());
+    CHECK(grade::student_files_problem(base.path / lab.dir, lab.student_files) ==
+          "histogram.cu is a symbolic link; hand in the file itself");
+
+    // A linked `labs` folder is not looked through either.
+    fs::remove_all(base.path / "labs");
+    fs::remove_all(base.path / lab.dir);
+    fs::create_directory_symlink(kit_root / "solutions", base.path / "labs");
+    CHECK(grade::find_student_dir(lab, root) == (base.path / "labs").string());
+    CHECK(grade::student_files_problem(base.path / "labs", lab.student_files) ==
+          "the folder labs is a symbolic link; hand in the folder itself, not a link to it");
+  }
+
+  TEST_CASE("build_lab refuses a linked file before compiling anything") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir dir("build");
+    fs::create_directories(dir.path / "student");
+    fs::create_symlink(kit_root / "solutions" / lab.dir / "histogram.cu", dir.path / "student" / "histogram.cu");
+    const grade::LabJob job{&lab, "mallory", (dir.path / "student").string(), (dir.path / "work").string()};
+    grade::LabResult result;
+    CHECK_FALSE(grade::build_lab(job, no_compiler(dir.path / "build"), result));
+    CHECK(result.status == grade::LabStatus::missing_files);
+    CHECK(result.note == "histogram.cu is a symbolic link; hand in the file itself (lab not graded)");
+    CHECK_FALSE(fs::exists(dir.path / "work" / "src"));  // nothing staged, so nothing copied
+    CHECK(result.points == 0);
+    CHECK(result.max_points > 0);
+  }
+
+  TEST_CASE("every entry of a submissions folder is a submission, folders or not") {
+    TempDir dir("submissions");
+    write(dir.path / "alice.zip", "PK\x03\x04");
+    write(dir.path / ".DS_Store", "");
+    fs::create_directories(dir.path / "José Núñez");
+    fs::create_directories(dir.path / "bob smith");
+    fs::create_directory_symlink(kit_root / "solutions", dir.path / "mallory");
+    REQUIRE(mkfifo((dir.path / "pipe").c_str(), 0644) == 0);
+
+    const auto submissions = grade::find_submissions(dir.path.string());
+    REQUIRE(submissions.size() == 5);  // .DS_Store is no one's
+    CHECK(submissions[0].who == "José Núñez");  // name order: bytes, so the capital J first
+    CHECK(submissions[0].base == (dir.path / "José Núñez").string());
+    CHECK(submissions[0].problem == "");
+    CHECK(submissions[1].who == "alice.zip");
+    CHECK(submissions[1].problem ==
+          "this submission is a file, not a folder: unpack \"alice.zip\" into a folder named \"alice\" in its place");
+    CHECK(submissions[2].who == "bob smith");
+    CHECK(submissions[2].problem == "");
+    CHECK(submissions[3].who == "mallory");
+    CHECK(submissions[3].problem ==
+          "this submission is a symbolic link, not a folder: links are never followed, so copy the folder itself in "
+          "place of \"mallory\"");
+    CHECK(submissions[4].who == "pipe");
+    CHECK(submissions[4].problem ==
+          "this submission is a named pipe, not a folder: put its files in a folder named \"pipe\"");
+  }
+
+  TEST_CASE("a batch says why each refused submission was not graded, and builds nothing for it") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir dir("batch");
+    write(dir.path / "class" / "alice.zip", "PK\x03\x04");
+    fs::create_directories(dir.path / "class" / "José Núñez");
+    fs::create_symlink(kit_root / "solutions" / lab.dir / "histogram.cu",
+                       dir.path / "class" / "José Núñez" / "histogram.cu");
+    grade::BatchOptions options;
+    options.progress = false;
+    options.work_dir = (dir.path / "work").string();
+
+    const auto reports = grade::grade_batch(grade::find_submissions((dir.path / "class").string()), {lab},
+                                            no_compiler(dir.path / "build"), options);
+    REQUIRE(reports.size() == 2);
+    CHECK(reports[0].who == "José Núñez");
+    REQUIRE(reports[0].labs.size() == 1);
+    CHECK(reports[0].labs[0].status == grade::LabStatus::missing_files);
+    CHECK(reports[0].labs[0].note == "histogram.cu is a symbolic link; hand in the file itself (lab not graded)");
+    CHECK(reports[1].who == "alice.zip");
+    REQUIRE(reports[1].labs.size() == 1);
+    CHECK(reports[1].labs[0].status == grade::LabStatus::missing_files);
+    CHECK(reports[1].labs[0].note.find("this submission is a file, not a folder") == 0);
+    for (const grade::Report& report : reports) {
+      CHECK(report.points == 0);
+      CHECK(report.max_points > 0);
+      for (const grade::CaseResult& c : report.labs[0].cases) CHECK(c.message.find("no result: ") == 0);
+    }
+    CHECK_FALSE(fs::exists(dir.path / "work" / "alice.zip"));
+    CHECK_FALSE(fs::exists(dir.path / "work" / "José Núñez" / lab.dir / "src"));
+  }
+
+  TEST_CASE("a compiler log cut in the middle of an accented name does not stop the batch") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir dir("log");
+    write(dir.path / "class" / "José Núñez" / "histogram.cu", "int x;\n");
+    // A stand-in compiler whose log's tail starts inside a two-byte character: not valid UTF-8.
+    write(dir.path / "fake-nvcc", "#!/bin/sh\nfor i in $(seq 3000); do printf '\xc3\xa9'; done; echo; exit 1\n");
+    fs::permissions(dir.path / "fake-nvcc", fs::perms::owner_all);
+    grade::Toolchain toolchain = no_compiler(dir.path / "build");
+    toolchain.nvcc = (dir.path / "fake-nvcc").string();
+    grade::BatchOptions options;
+    options.progress = false;
+    options.work_dir = (dir.path / "work").string();
+
+    const auto reports = grade::grade_batch(grade::find_submissions((dir.path / "class").string()), {lab},
+                                            toolchain, options);
+    REQUIRE(reports.size() == 1);
+    CHECK(reports[0].labs[0].status == grade::LabStatus::build_failed);
+    CHECK(fs::exists(dir.path / "work" / "José Núñez" / lab.dir / "result.json"));
+  }
+
+  TEST_CASE("names with spaces, accents, commas and quotes reach the gradebook and the report paths") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir dir("exports");
+    std::vector<grade::Report> reports;
+    for (const std::string who : {"José Núñez", "Smith, \"Bo\"", "two\r\nlines", "Jos\xe9 (Latin-1)"}) {
+      grade::Report report{who, "student files", {grade::not_graded(lab, grade::LabStatus::missing_files, "x")}};
+      grade::add_totals(report);
+      reports.push_back(report);
+    }
+    const std::string csv = grade::gradebook_csv(reports, {lab});
+    CHECK(csv.find("\nJosé Núñez,0,") != std::string::npos);
+    CHECK(csv.find("\n\"Smith, \"\"Bo\"\"\",0,") != std::string::npos);
+    CHECK(csv.find("\n\"two\r\nlines\",0,") != std::string::npos);
+
+    REQUIRE_NOTHROW(grade::write_batch_outputs(reports, {lab}, dir.path.string()));
+    CHECK(fs::exists(dir.path / "students" / "José Núñez.json"));
+    CHECK(fs::exists(dir.path / "students" / "José Núñez.md"));
+    CHECK(fs::exists(dir.path / "gradescope" / "José Núñez" / "results.json"));
+    CHECK(fs::exists(dir.path / "students" / "Smith, \"Bo\".json"));
+    CHECK(fs::exists(dir.path / "gradescope" / "Jos\xe9 (Latin-1)" / "results.json"));
+  }
+}
