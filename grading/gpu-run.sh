@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One device call's worth of work: configure and build what grading needs (no benchmarks
+# unless asked) in build-gpu/, then run each command given as an argument with the built
+# grader on PATH as `labkit-grade`, logging each to $OUT (the device tool's output folder).
+#   bash grading/gpu-run.sh "labkit-grade lab 01 --solution" "labkit-grade all --submissions ..."
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD:-$root/build-gpu}"
+out="${OUT:-$build/out}"
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
+started=$(date +%s)
+[[ -f "$build/build.ninja" ]] || meson setup "$build" "$root" >"$out/setup.log" 2>&1 || { tail -30 "$out/setup.log"; exit 4; }
+targets=(harness/grade/labkit-grade)
+for dir in "$root"/labs/[0-9][0-9]-*/; do
+  lab=$(basename "$dir")
+  targets+=("labs/lab-$lab-runner" "labs/lab-$lab-host" "labs/lab-$lab-solution.so")
+  [[ -n "${BENCH:-}" ]] && targets+=("labs/lab-$lab-bench")
+done
+ninja -C "$build" "${targets[@]}" >"$out/ninja.log" 2>&1 || { grep -E "error|FAILED" "$out/ninja.log" | head -30; exit 4; }
+echo "build: $(( $(date +%s) - started )) s"
+export PATH="$build/harness/grade:$PATH"
+step=0
+for command in "$@"; do
+  step=$((step + 1))
+  echo "=== [$step] $command"
+  begun=$(date +%s)
+  (cd "$root" && eval "$command") >"$out/step$step.log" 2>&1
+  echo "exit $? after $(( $(date +%s) - begun )) s"
+  tail -n "${TAIL:-25}" "$out/step$step.log"
+done
