@@ -68,6 +68,21 @@ void Calibration::store(const std::string& case_name, nlohmann::json timing) {
   if (!enabled()) return;
   timing["measured_at"] = today();
   data_["cases"][case_name] = timing;
+  save();
+}
+
+std::optional<double> Calibration::peak_read_gbps() const {
+  if (!enabled() || !data_.contains("peak_read_gbps")) return std::nullopt;
+  return data_["peak_read_gbps"].get<double>();
+}
+
+void Calibration::store_peak_read_gbps(double gbps) {
+  if (!enabled()) return;
+  data_["peak_read_gbps"] = gbps;
+  save();
+}
+
+void Calibration::save() const {
   // Another GPU's runner may write the same file: each writes its own temporary, then renames.
   const std::string temporary = path_ + ".tmp" + std::to_string(::getpid());
   std::ofstream(temporary) << data_.dump(2);

@@ -139,7 +139,13 @@ wire::Reply HostProcess::receive(double seconds, const char* doing) {
                             " and was stopped (a kernel or loop that never ends?)");
   }
   wire::Reply reply;
-  if (recv(socket_, &reply, sizeof reply, 0) != ssize_t(sizeof reply)) died(doing);
+  const ssize_t received = recv(socket_, &reply, sizeof reply, 0);
+  if (received <= 0) died(doing);
+  if (received != ssize_t(sizeof reply)) {
+    stop();
+    throw SubmissionFailure(std::string("the process running your code wrote something other than a reply on the "
+                                        "grader's connection ") + doing);
+  }
   reply.message[sizeof reply.message - 1] = '\0';
   return reply;
 }

@@ -105,12 +105,9 @@ double off_stream_threshold_ms(double event_ms) { return std::max(0.05, 0.25 * e
 
 // Untimed, before every sample: the call's own preparation (an input picked, outputs
 // poisoned), then an L2 flush and a reset of persisting lines, then the whole device idle.
-void prepare_sample(const TimedCall& call, int sample, cudaStream_t stream) {
-  static L2Flusher flusher;
+void prepare_sample(const TimedCall& call, int sample) {
   if (call.prepare) call.prepare(sample);
-  flusher.flush(stream);
-  reset_persisting_l2();
-  CUDA_CHECK(cudaDeviceSynchronize());
+  prepare_device_for_sample();
 }
 
 void verify_sample(const TimedCall& call, std::size_t sample) {
@@ -121,6 +118,13 @@ void verify_sample(const TimedCall& call, std::size_t sample) {
 }
 
 }  // namespace
+
+void prepare_device_for_sample() {
+  static L2Flusher flusher;
+  flusher.flush(timing_stream());
+  reset_persisting_l2();
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
 
 TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
   const cudaStream_t stream = timing_stream();
@@ -138,7 +142,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
   std::size_t off_stream_samples = 0;
   const auto started = Clock::now();
   for (int sample = 0;; ++sample) {
-    prepare_sample(call, sample, stream);
+    prepare_sample(call, sample);
     const auto wall_start = Clock::now();
     CUDA_CHECK(cudaEventRecord(events.start, stream));
     call.launch(stream);
@@ -193,7 +197,7 @@ TimingStats time_submission_call(const TimedCall& call, double overhead_ms, cons
   const auto started = Clock::now();
   TimingStats stats;
   for (int sample = 0;; ++sample) {
-    prepare_sample(call, sample, stream);
+    prepare_sample(call, sample);
     const RemoteTiming timing = measure_one(sample);
     reported.push_back(timing.event_ms);
     wall.push_back(timing.wall_ms);

@@ -67,14 +67,14 @@ void check_histogram(const Case& c) {
                       comparison.describe([](size_t b) { return "bin " + std::to_string(b); }));
 }
 
-// Three inputs of the same distribution and size; before each timed call one of them, at
+// Inputs of the same distribution and size; before each timed call one of them, at
 // random, is copied into the buffer the call reads (labkit/variants.h).
 struct PerfInputs {
   explicit PerfInputs(const Case& c) : device(generate_variants(c)) {}
 
   std::vector<std::vector<uint8_t>> generate_variants(const Case& c) {
     std::vector<std::vector<uint8_t>> hosts;
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < labkit::input_variants; ++variant) {
       labkit::InputSpec spec = c.input;
       spec.seed += variant;
       hosts.push_back(labkit::generate<uint8_t>(c.n, spec));

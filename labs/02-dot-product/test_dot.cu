@@ -216,10 +216,10 @@ void check_argmax(const Case& c) {
 
 // ---- dot: performance ------------------------------------------------------------------
 
-// Three inputs of the same distribution and size; before each timed call one of them, at
+// Inputs of the same distribution and size; before each timed call one of them, at
 // random, is copied into the buffers the call reads (labkit/variants.h).
 struct PerfInputs {
-  static constexpr uint64_t variants = 3;
+  static constexpr uint64_t variants = labkit::input_variants;
 
   explicit PerfInputs(const Case& c) : PerfInputs(c, generate(c)) {}
   PerfInputs(const Case& c, const std::vector<DotInputs>& hosts)

@@ -91,14 +91,14 @@ void check_topk(const Case& c) {
                       comparison.describe([](size_t i) { return "d_out[" + std::to_string(i) + "]"; }));
 }
 
-// Three inputs of the same distribution and size; before each timed call one of them, at
+// Inputs of the same distribution and size; before each timed call one of them, at
 // random, is copied into the buffer the call reads (labkit/variants.h).
 struct PerfInputs {
   explicit PerfInputs(const Case& c) : k(case_k(c)), device(generate_variants(c)) {}
 
   std::vector<Values> generate_variants(const Case& c) {
     std::vector<Values> hosts;
-    for (int variant = 0; variant < 3; ++variant) {
+    for (int variant = 0; variant < labkit::input_variants; ++variant) {
       labkit::InputSpec spec = c.input;
       spec.seed += variant;
       hosts.push_back(labkit::generate<int32_t>(c.n, spec));

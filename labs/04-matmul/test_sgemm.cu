@@ -307,10 +307,10 @@ void check_sgemm(const Case& c) {
                                 comparison.describe([&](size_t i) { return locate_in(s, i); }));
 }
 
-// Three inputs of the same shape; before each timed call one of them, at random, is copied
+// Inputs of the same shape; before each timed call one of them, at random, is copied
 // into the buffers the call reads (labkit/variants.h).
 struct PerfInputs {
-  static constexpr int variants = 3;
+  static constexpr int variants = labkit::input_variants;
 
   explicit PerfInputs(const Case& c) : PerfInputs(c, shape_of(c), generate(c)) {}
   PerfInputs(const Case& c, const Shape& s, const std::vector<Operands>& ops)

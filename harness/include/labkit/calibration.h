@@ -25,8 +25,13 @@ public:
   std::optional<nlohmann::json> reference(const std::string& case_name) const;
   // Records a case's reference timing and writes the file at once (whole or not at all).
   void store(const std::string& case_name, nlohmann::json timing);
+  // The GPU's measured read bandwidth (the "% of peak" base), kept the same way.
+  std::optional<double> peak_read_gbps() const;
+  void store_peak_read_gbps(double gbps);
 
 private:
+  void save() const;
+
   std::string path_;
   nlohmann::json data_;
 };

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <thread>
 #include <vector>
 
 namespace labkit {
@@ -71,6 +72,21 @@ T draw(std::uint64_t bits, double lo, double hi) {
 
 }  // namespace detail
 
+// Runs body(begin, end) over [0, n) in chunks on all cores: the generators are counter-based
+// (element i depends on i and the seed alone), so the result is the same on any core count.
+template <class Body>
+void parallel_chunks(std::size_t n, Body body) {
+  constexpr std::size_t min_chunk = std::size_t(1) << 20;
+  const std::size_t workers =
+      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (n + min_chunk - 1) / min_chunk);
+  if (workers <= 1) return body(std::size_t(0), n);
+  std::vector<std::thread> threads;
+  const std::size_t chunk = (n + workers - 1) / workers;
+  for (std::size_t w = 0; w < workers; ++w)
+    threads.emplace_back(body, std::min(n, w * chunk), std::min(n, (w + 1) * chunk));
+  for (std::thread& t : threads) t.join();
+}
+
 template <class T>
 std::vector<T> generate(std::size_t n, const InputSpec& spec) {
   static_assert(std::is_arithmetic_v<T>, "generate<T> makes numbers");
@@ -81,7 +97,9 @@ std::vector<T> generate(std::size_t n, const InputSpec& spec) {
     case Distribution::uniform:
     case Distribution::sorted_ascending:
     case Distribution::sorted_descending:
-      for (std::size_t i = 0; i < n; ++i) out[i] = detail::draw<T>(bits(i), spec.lo, spec.hi);
+      parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) out[i] = detail::draw<T>(bits(i), spec.lo, spec.hi);
+      });
       if (spec.distribution == Distribution::sorted_ascending) std::sort(out.begin(), out.end());
       if (spec.distribution == Distribution::sorted_descending)
         std::sort(out.begin(), out.end(), [](T a, T b) { return a > b; });
@@ -93,8 +111,10 @@ std::vector<T> generate(std::size_t n, const InputSpec& spec) {
       std::vector<T> values(std::max(spec.distinct, 1));
       for (std::size_t v = 0; v < values.size(); ++v)
         values[v] = detail::draw<T>(splitmix64(seed ^ (v + 1)), spec.lo, spec.hi);
-      for (std::size_t i = 0; i < n; ++i)
-        out[i] = values[detail::uniform_integer(bits(i), 0, std::int64_t(values.size()) - 1)];
+      parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i)
+          out[i] = values[detail::uniform_integer(bits(i), 0, std::int64_t(values.size()) - 1)];
+      });
       break;
     }
     case Distribution::skewed: {
@@ -103,20 +123,24 @@ std::vector<T> generate(std::size_t n, const InputSpec& spec) {
       std::vector<T> values(cdf.size());
       for (std::size_t v = 0; v < values.size(); ++v)
         values[v] = detail::draw<T>(splitmix64(seed ^ (v + 1)), spec.lo, spec.hi);
-      for (std::size_t i = 0; i < n; ++i) {
-        const double u = detail::unit_double(bits(i));
-        const auto rank = std::size_t(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
-        out[i] = values[std::min(rank, values.size() - 1)];
-      }
+      parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+          const double u = detail::unit_double(bits(i));
+          const auto rank = std::size_t(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+          out[i] = values[std::min(rank, values.size() - 1)];
+        }
+      });
       break;
     }
     case Distribution::extremes:
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::uint64_t b = bits(i);
-        const double offset = double(b & 3);  // the extreme itself, or up to 3 inside it
-        const double value = (b & 4) ? spec.hi - offset : spec.lo + offset;
-        out[i] = T(std::clamp(value, spec.lo, spec.hi));
-      }
+      parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+          const std::uint64_t b = bits(i);
+          const double offset = double(b & 3);  // the extreme itself, or up to 3 inside it
+          const double value = (b & 4) ? spec.hi - offset : spec.lo + offset;
+          out[i] = T(std::clamp(value, spec.lo, spec.hi));
+        }
+      });
       break;
   }
   return out;

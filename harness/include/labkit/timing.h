@@ -48,7 +48,12 @@ TimingStats time_submission_call(const TimedCall& call, double overhead_ms, cons
 
 // The slack allowed between a confirmed event time and our clock's bound: jitter of the
 // round trip, and a little for the submission's own launch work.
-inline double confirmation_slack_ms(double reported_ms) { return 0.003 + 0.03 * reported_ms; }
+inline double confirmation_slack_ms(double reported_ms) { return 0.010 + 0.05 * reported_ms; }
+
+// What every timed sample starts with, untimed: an L2 flush, a reset of persisting lines,
+// and the whole device idle. The round-trip probe does the same, so the GPU's switch from our
+// context to the host's is part of both.
+void prepare_device_for_sample();
 
 inline double gigabytes_per_second(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
 

@@ -12,6 +12,11 @@
 
 namespace labkit {
 
+// How many inputs a performance case keeps. Two suffice against a replayed or cached answer
+// (a wrong guess is caught at the check that follows every call, and a run has ten or more
+// calls); each one more costs its generation and its memory.
+constexpr int input_variants = 2;
+
 // The variant for a sample: random for timed samples, the first for warm-up (negative).
 inline int pick_variant(int sample, int count) {
   static std::mt19937 engine{std::random_device{}()};

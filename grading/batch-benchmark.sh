@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The class-grading benchmark (issue 7): a class made of the red-team corpus (build, run and
+# timing entries) plus honest submissions (the reference solutions and the starters), graded
+# with performance on, then graded again with --fresh. Prints the batch rate of each pass and
+# the verdicts that flipped between them (grading/compare-verdicts.py).
+#   bash grading/batch-benchmark.sh [GRADE]     GRADE: the grader (default: ./grade)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+grade="${1:-$root/grade}"
+class="${CLASS_DIR:-/tmp/labkit-class}"
+out="${OUT:-/tmp/labkit-class-out}"
+rm -rf "$class" && mkdir -p "$class" "$out"
+for kind in build run timing; do
+  for entry in "$root"/grading/redteam/$kind/*/; do cp -r "$entry" "$class/$kind-$(basename "$entry")"; done
+done
+mkdir -p "$class/honest-reference" "$class/honest-starter"
+for lab in "$root"/labs/[0-9][0-9]-*/; do
+  name=$(basename "$lab")
+  cp "$root"/solutions/"$name"/* "$class/honest-reference/"
+  for file in $(sed -n 's/^student_files: \[\(.*\)\].*/\1/p' "$lab/lab.yaml" | tr -d ' ' | tr ',' ' '); do
+    cp "$lab/$file" "$class/honest-starter/"
+  done
+done
+echo "class: $(ls "$class" | wc -l) submissions in $class"
+for pass in first second; do
+  echo "=== $pass pass"
+  "$grade" all --submissions "$class" --fresh --out "$out/$pass" >"$out/$pass.log" 2>&1
+  grep -E "batch rate|lab-submissions graded" "$out/$pass.log"
+done
+python3 "$root/grading/compare-verdicts.py" "$out/first/students" "$out/second/students"
