@@ -46,7 +46,7 @@ Reports parse_reports(const std::vector<std::string>& lines, const std::string& 
     if (type == "correctness") r.correctness[record.value("case", "")].push_back(record);
     if (type == "performance" || type == "calibration") r.performance[record.value("case", "")].push_back(record);
     if (type == "done") r.done = true;
-    if (type == "device") r.device = record;
+    if (type == "device") r.device = record, r.device.erase("token"), r.device.erase("type");
     if (type == "skipped") r.skipped = true, r.skip_reason = record.value("reason", "");
     if (type == "fault") r.fault = record.value("message", "");
     if (type == "sandbox") r.sandbox = record.value("description", "");

@@ -30,7 +30,7 @@ struct Thresholds {
 struct RunnerOptions {
   std::string student, reference, dataset, export_dir, host, rubric, calibration_dir;
   std::vector<std::string> forbidden_libraries;
-  double call_seconds = 10;
+  double call_seconds = 5;
   bool calibrate = false;    // time the reference only, and store it
   bool time_failed = false;  // time even after a correctness case failed
 };
@@ -70,23 +70,23 @@ nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak
   return json;
 }
 
-// The round trip of an empty timed call through a host that runs no submission: what our
-// clock sees beyond the device time of an honest call. Measured once per run.
-double host_overhead_ms() {
-  static const double overhead = [] {
-    HostProcess probe({state().options.host, "", state().options.call_seconds});
-    wire::Request noop;
-    noop.op = wire::Op::noop;
-    noop.timed = 1;
-    std::vector<double> gaps;
-    for (int i = 0; i < 50; ++i) {
-      prepare_device_for_sample();
-      const wire::Reply reply = probe.request(noop);
-      if (i >= 5) gaps.push_back(probe.last_wall_ms() - reply.event_ms);
-    }
-    return summarize(gaps).median;
-  }();
-  return overhead;
+// The round trip of an honest call of `device_ms` through a host that runs no submission
+// (a kernel that spins that long): what our clock sees beyond the device time. Each ping
+// starts like a timed sample, from our context, so the GPU's switch to the host is included.
+double host_overhead_ms(double device_ms) {
+  static std::unique_ptr<HostProcess> probe;
+  if (!probe) probe = std::make_unique<HostProcess>(HostOptions{state().options.host, "", state().options.call_seconds});
+  wire::Request noop;
+  noop.op = wire::Op::noop;
+  noop.timed = 1;
+  noop.spin_ns = std::uint64_t(device_ms * 1e6);
+  std::vector<double> gaps;
+  for (int i = 0; i < 23; ++i) {
+    prepare_device_for_sample();
+    const wire::Reply reply = probe->request(noop);
+    if (i >= 3) gaps.push_back(probe->last_wall_ms() - reply.event_ms);
+  }
+  return summarize(gaps).median;
 }
 
 std::map<std::string, Thresholds> load_thresholds(const std::string& rubric_path) {
@@ -258,7 +258,7 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
   try {
     TimedCall call = student_side.call;
     call.verify = student_side.check_output;
-    const TimingStats student_time = time_submission_call(call, host_overhead_ms());
+    const TimingStats student_time = time_submission_call(call, host_overhead_ms(reference.median_ms));
     record["student"] = timing_json(student_time, bytes_moved, peak);
     record["ratio"] = reference.median_ms / student_time.ms.median;
     const double noise = ratio_noise(student_time.ms.relative_error, reference.relative_error);

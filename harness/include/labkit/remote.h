@@ -28,7 +28,7 @@ public:
 struct HostOptions {
   std::string executable;  // the lab's host program
   std::string module;      // the compiled submission; empty for a host that runs none
-  double call_seconds = 10;          // a call still running after this is a hang
+  double call_seconds = 5;           // a call still running after this is a hang
   double start_seconds = 60;         // loading the module (constructors included)
   std::vector<std::string> forbidden_libraries;  // file-name stems that must never be mapped
   int max_hangs = 2;  // after this many hangs, further calls are refused at once

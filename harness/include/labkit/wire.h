@@ -33,7 +33,7 @@ enum class Op : std::uint32_t {
   unmap,                 // allocation `id` was freed by the checks
   call,                  // call `function` with `arguments`; `timed`: events around it
   poison_shared_memory,  // fill every SM's shared memory with `pattern` (lab 02's checks)
-  noop,                  // a timed empty kernel: how long a round trip takes with nothing to do
+  noop,                  // a timed kernel that spins `spin_ns`: the round trip of an honest call that long
 };
 
 struct Request {
@@ -43,6 +43,7 @@ struct Request {
   std::uint64_t bytes = 0;
   std::uint32_t timed = 0;
   std::uint32_t pattern = 0;
+  std::uint64_t spin_ns = 0;
   char function[name_bytes] = {};
   Argument arguments[max_arguments] = {};
 };
