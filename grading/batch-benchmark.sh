@@ -3,7 +3,9 @@
 # timing entries) plus honest submissions (the reference solutions and the starters), graded
 # with performance on, then graded again with --fresh. Prints the batch rate of each pass and
 # the verdicts that flipped between them (grading/compare-verdicts.py).
-#   bash grading/batch-benchmark.sh [GRADE]     GRADE: the grader (default: ./grade)
+#   bash grading/batch-benchmark.sh [GRADE] [PASSES]
+# GRADE: the grader (default: ./grade); PASSES: "first second" (default), or one of them, to
+# spread the passes over two sessions (compare the students/ folders afterwards).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 grade="${1:-$root/grade}"
@@ -22,9 +24,10 @@ for lab in "$root"/labs/[0-9][0-9]-*/; do
   done
 done
 echo "class: $(ls "$class" | wc -l) submissions in $class"
-for pass in first second; do
+for pass in ${2:-first second}; do
   echo "=== $pass pass"
   "$grade" all --submissions "$class" --fresh --out "$out/$pass" >"$out/$pass.log" 2>&1
   grep -E "batch rate|lab-submissions graded" "$out/$pass.log"
 done
-python3 "$root/grading/compare-verdicts.py" "$out/first/students" "$out/second/students"
+[[ -d "$out/first/students" && -d "$out/second/students" ]] &&
+  python3 "$root/grading/compare-verdicts.py" "$out/first/students" "$out/second/students"

@@ -1,6 +1,7 @@
 #include "batch.h"
 
 #include "intake.h"
+#include "labkit/fingerprint.h"
 #include "process.h"
 
 #include <signal.h>
@@ -34,11 +35,7 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// FNV-1a over a file's bytes: enough to notice that a file changed.
-std::uint64_t hash_bytes(const std::string& bytes, std::uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
+using labkit::hash_bytes;
 
 // What a saved result depends on: the student's files, the lab's checks, reference, dataset
 // and rubric, and the grading options. Any change means grading again.

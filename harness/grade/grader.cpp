@@ -3,6 +3,7 @@
 #include "intake.h"
 #include "labkit/dataset.h"
 #include "labkit/device.h"
+#include "labkit/fingerprint.h"
 #include "labkit/stats.h"
 #include "labkit_build_config.h"
 #include "process.h"
@@ -143,6 +144,23 @@ std::string forbidden_library_files(const LabSpec& lab) {
   return list;
 }
 
+// What a lab's reference timings depend on, by source: the harness, the lab's checks and
+// rubric, its reference solution, its dataset, and the compiler flags. A rebuild of the same
+// sources keeps the calibration cache; any edit starts it over.
+std::string kit_fingerprint(const LabSpec& lab, const Toolchain& tc) {
+  std::vector<std::string> files;
+  const fs::path root(tc.source_root);
+  for (const fs::path& folder : {root / "harness" / "src", root / "harness" / "include" / "labkit", root / "labs" / lab.dir,
+                                 root / "solutions" / lab.dir})
+    for (const auto& entry : fs::directory_iterator(folder))
+      if (entry.is_regular_file()) files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  files.push_back(lab.dataset);
+  std::string flags;
+  for (const std::string& flag : tc.cuda_flags) flags += flag + " ";
+  return labkit::hex(labkit::hash_bytes(flags, labkit::hash_files(files)));
+}
+
 int time_limit(const LabSpec& lab, const GradeOptions& options) {
   return options.time_limit_seconds > 0 ? options.time_limit_seconds : lab.time_limit_seconds;
 }
@@ -177,7 +195,10 @@ RunOutcome run_checks(const RunContext& context, const std::vector<std::string>&
       "--test-suite=" + context.suites, "--no-intro=true"};
   if (const std::string libraries = forbidden_library_files(lab); !libraries.empty())
     argv.push_back("--forbidden-libraries=" + libraries);
-  if (!options.calibration_dir.empty()) argv.push_back("--calibration=" + options.calibration_dir);
+  if (!options.calibration_dir.empty()) {
+    argv.push_back("--calibration=" + options.calibration_dir);
+    argv.push_back("--kit-fingerprint=" + kit_fingerprint(lab, tc));
+  }
   argv.insert(argv.end(), filters.begin(), filters.end());
   const std::string token = random_token();
   // The seed goes in the environment: other processes can read a command line.

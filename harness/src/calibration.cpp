@@ -43,12 +43,11 @@ std::string today() {
 
 }  // namespace
 
-std::string calibration_key(const std::vector<std::string>& kit_files) {
-  std::uint64_t h = hash_bytes("labkit calibration 1");
-  for (const std::string& file : kit_files) h = hash_bytes(file_bytes(file), h);
+std::string calibration_key(const std::string& kit_fingerprint) {
   return current_device().name + " | driver " + driver_version() + " | " + std::to_string(max_sm_clock_mhz()) +
-         " MHz | kit " + hex(h);
+         " MHz | kit " + kit_fingerprint;
 }
+
 
 Calibration::Calibration(const std::string& folder, const std::string& lab, const std::string& key) {
   std::filesystem::create_directories(folder);

@@ -5,6 +5,7 @@
 #include "labkit/lab.h"
 
 #include "labkit/calibration.h"
+#include "labkit/fingerprint.h"
 #include "labkit/results.h"
 
 #include <dlfcn.h>
@@ -28,7 +29,7 @@ struct Thresholds {
 };
 
 struct RunnerOptions {
-  std::string student, reference, dataset, export_dir, host, rubric, calibration_dir;
+  std::string student, reference, dataset, export_dir, host, rubric, calibration_dir, kit_fingerprint;
   std::vector<std::string> forbidden_libraries;
   double call_seconds = 5;
   bool calibrate = false;    // time the reference only, and store it
@@ -329,7 +330,8 @@ RunnerArguments parse_arguments(int argc, char** argv) {
     if (take_value("--student", i, argc, argv, o.student) || take_value("--reference", i, argc, argv, o.reference) ||
         take_value("--dataset", i, argc, argv, o.dataset) || take_value("--export", i, argc, argv, o.export_dir) ||
         take_value("--host", i, argc, argv, o.host) || take_value("--rubric", i, argc, argv, o.rubric) ||
-        take_value("--calibration", i, argc, argv, o.calibration_dir))
+        take_value("--calibration", i, argc, argv, o.calibration_dir) ||
+        take_value("--kit-fingerprint", i, argc, argv, o.kit_fingerprint))
       continue;
     if (take_value("--seed", i, argc, argv, value)) {
       args.seed = std::stoull(value);
@@ -377,7 +379,10 @@ void load_state(const RunnerArguments& args) {
   s.thresholds = load_thresholds(s.options.rubric);
   if (!s.options.calibration_dir.empty()) {
     const std::string lab = std::filesystem::path(s.options.dataset).stem().string();
-    const std::string key = calibration_key({"/proc/self/exe", s.options.reference, s.options.dataset});
+    const std::string fingerprint = !s.options.kit_fingerprint.empty()
+                                        ? s.options.kit_fingerprint
+                                        : hex(hash_files({"/proc/self/exe", s.options.reference, s.options.dataset}));
+    const std::string key = calibration_key(fingerprint);
     s.calibration = Calibration(s.options.calibration_dir, lab, key);
   }
 }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace labkit {
 
@@ -17,6 +18,12 @@ inline std::uint64_t hash_bytes(const std::string& bytes, std::uint64_t h = 1469
 inline std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// One hash over several files' bytes, in the order given.
+inline std::uint64_t hash_files(const std::vector<std::string>& paths, std::uint64_t h = 1469598103934665603ull) {
+  for (const std::string& path : paths) h = hash_bytes(file_bytes(path), h);
+  return h;
 }
 
 inline std::string hex(std::uint64_t h) {
