@@ -22,6 +22,8 @@ class ImportedAllocation;
 // The buffers the checks have sent, by allocation id.
 class HostMappings {
 public:
+  HostMappings();
+  ~HostMappings();  // unmaps what is left
   void add(std::uint64_t id, std::unique_ptr<ImportedAllocation> allocation);
   void remove(std::uint64_t id);
   // The address of (id, offset); throws std::invalid_argument when the id is unknown or the
