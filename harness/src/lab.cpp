@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -50,6 +51,13 @@ struct RunnerState {
 RunnerState& state() {
   static RunnerState s;
   return s;
+}
+
+// Seconds since the runner started: each case's line in the run log carries it, so a slow
+// case (or a slow start) shows where a run's time went.
+double seconds_running() {
+  static const auto started = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 template <class T>
@@ -158,7 +166,8 @@ ReferenceTime reference_time(const Case& c, const PerfSubject& reference_side, d
 }
 
 void print_line(const Case& c, const nlohmann::json& record) {
-  std::printf("%-24s reference %9.4f ms", c.name.c_str(), record["reference"].value("median_ms", 0.0));
+  std::printf("[%7.2f s] %-24s reference %9.4f ms", seconds_running(), c.name.c_str(),
+              record["reference"].value("median_ms", 0.0));
   if (record.contains("student"))
     std::printf("  yours %9.4f ms  %7.1f GB/s  %5.1f%% of peak  ratio %.2f",
                 record["student"]["median_ms"].get<double>(), record["student"]["gbps"].get<double>(),
@@ -206,6 +215,7 @@ void verdict(const Case& c, bool passed, const std::string& message) {
   if (state().student) report_sandbox_once();
   if (!passed && c.kind == "correctness") ++state().correctness_failures;
   emit_result({{"type", "correctness"}, {"case", c.name}, {"passed", passed}, {"message", message}});
+  std::printf("[%7.2f s] %-28s %s\n", seconds_running(), c.name.c_str(), passed ? "passed" : "failed");
   CHECK_MESSAGE(passed, c.name << " (" << c.label() << "): " << message);
 }
 
@@ -391,6 +401,7 @@ void load_state(const RunnerArguments& args) {
 
 int main(int argc, char** argv) {
   using namespace labkit;
+  seconds_running();
   open_result_channel_from_environment();
   RunnerArguments args = parse_arguments(argc, argv);
   doctest::Context context(int(args.doctest_argv.size()), args.doctest_argv.data());
@@ -409,6 +420,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   const DeviceInfo& device = current_device();
+  std::printf("[%7.2f s] runner ready on %s\n", seconds_running(), device.name.c_str());
   emit_result({{"type", "device"}, {"name", device.name},
                {"compute_capability", std::to_string(device.major) + "." + std::to_string(device.minor)},
                {"sm_count", device.sm_count}});

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +66,7 @@ HostProcess::HostProcess(HostOptions options) : options_(std::move(options)) {}
 HostProcess::~HostProcess() { stop(); }
 
 void HostProcess::start() {
+  const double started_ms = now_ms();
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) throw std::runtime_error("socketpair failed");
   scratch_ = make_scratch();
@@ -94,6 +96,7 @@ void HostProcess::start() {
     throw SubmissionFailure(message);
   }
   sandbox_ = hello.message;
+  std::printf("host %d started in %.2f s (%s)\n", int(pid_), (now_ms() - started_ms) / 1e3, sandbox_.c_str());
 }
 
 void HostProcess::stop() {
