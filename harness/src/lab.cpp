@@ -428,6 +428,7 @@ int main(int argc, char** argv) {
   if (state().student && !state().student->forbidden_seen().empty())
     emit_result({{"type", "forbidden"}, {"library", state().student->forbidden_seen()}});
   state().student.reset();  // ends the submission's process before we report done
+  std::printf("[%7.2f s] done\n", seconds_running());
   emit_result({{"type", "done"}, {"failures", failures}});
   return failures;
 }
