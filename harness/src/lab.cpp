@@ -241,17 +241,21 @@ void run_case(const Case& c, const std::function<void()>& body) {
   }
 }
 
+bool timing_wanted(const Case& c) {
+  const RunnerState& s = state();
+  if (s.options.calibrate || s.options.time_failed || s.correctness_failures == 0) return true;
+  const std::string why = "not timed: " + std::to_string(s.correctness_failures) + " correctness case(s) failed";
+  emit_result({{"type", "performance"}, {"case", c.name}, {"skipped", why}});
+  std::printf("[%7.2f s] %-24s %s\n", seconds_running(), c.name.c_str(), why.c_str());
+  return false;
+}
+
 void measure_performance(const Case& c, double bytes_moved, const PerfSubject& student_side,
                          const PerfSubject& reference_side) {
   RunnerState& s = state();
+  if (!timing_wanted(c)) return;
   nlohmann::json record = {{"type", s.options.calibrate ? "calibration" : "performance"}, {"case", c.name},
                            {"bytes", bytes_moved}};
-  if (!s.options.calibrate && !s.options.time_failed && s.correctness_failures > 0) {
-    record["skipped"] = "not timed: " + std::to_string(s.correctness_failures) + " correctness case(s) failed";
-    emit_result(record);
-    std::printf("%-24s %s\n", c.name.c_str(), record["skipped"].get<std::string>().c_str());
-    return;
-  }
   const double peak = peak_read_gbps();
   record["peak_read_gbps"] = peak;
   // Nothing of the submission's may run while the reference is timed: no process, no thread.

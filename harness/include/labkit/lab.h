@@ -90,6 +90,10 @@ void verdict(const Case& c, bool passed, const std::string& message = {});
 // remaining cases.
 void run_case(const Case& c, const std::function<void()>& body);
 
+// False, with the case reported as not timed, once a correctness case has failed: a lab's
+// performance case checks this before it makes its (large) inputs.
+bool timing_wanted(const Case& c);
+
 // One side of a performance comparison. `call.prepare(sample)` picks the sample's input (see
 // InputVariants) and poisons the output; `check_output` compares the output with what that
 // input should give.
