@@ -187,12 +187,12 @@ RunOutcome run_checks(const RunContext& context, const std::vector<std::string>&
   const fs::path build_labs = fs::path(tc.build_root) / "labs";
   std::vector<std::string> argv = {
       (build_labs / ("lab-" + lab.dir + "-runner")).string(),
-      "--student", context.module.string(),
+      "--student", module.string(),
       "--reference", (build_labs / ("lab-" + lab.dir + "-solution.so")).string(),
       "--dataset", lab.dataset,
       "--rubric", (fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml").string(),
       "--min-compute-capability", lab.min_compute_capability, "--min-gpus", std::to_string(lab.min_gpus),
-      "--test-suite=" + context.suites, "--no-intro=true"};
+      "--test-suite=" + suites, "--no-intro=true"};
   if (const std::string libraries = forbidden_library_files(lab); !libraries.empty())
     argv.push_back("--forbidden-libraries=" + libraries);
   if (!options.calibration_dir.empty()) {
