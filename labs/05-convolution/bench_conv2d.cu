@@ -1,0 +1,195 @@
+// Lab 05 benchmark: the reference solution beside the chapter's three kernels (v1: global
+// memory, v2: filter in constant memory, v3: shared-memory tile with halo) and a device-to-device
+// cudaMemcpy of the same bytes, the roofline anchor: a filter that reads every pixel once and
+// writes it once can go no faster than a copy. Times, GB/s (2 x rows x cols x 4 bytes + the
+// filter, over the time) and % of the measured read bandwidth, side by side. Not a test: it
+// prints numbers for people to read. Each kernel's output is compared with the reference's.
+#include "conv2d.h"
+
+#include <labkit/bench.h>
+#include <labkit/buffer.h>
+#include <labkit/device.h>
+#include <labkit/generators.h>
+#include <labkit/timing.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using labkit::DeviceBuffer;
+constexpr int chapter_block_dim = 16;  // the chapter's BLOCK_DIM
+
+__constant__ float c_chapter_filter[MAX_FILTER_SIZE * MAX_FILTER_SIZE];
+
+// The chapter's kernels, as it writes them except for two changes so that their output can be
+// compared with the reference's: zero padding at the borders (v1 clamps to the edge in the
+// chapter) and a bounds check on the write (the chapter has none).
+
+// v1: every thread reads its whole window and the filter from global memory.
+__global__ void chapter_v1_global_memory_kernel(float* out, const float* in, const float* filter, int rows, int cols,
+                                                int filter_size) {
+  const int col = blockDim.x * blockIdx.x + threadIdx.x;
+  const int row = blockDim.y * blockIdx.y + threadIdx.y;
+  const int half = filter_size / 2;
+  float result = 0.f;
+  for (int fr = -half; fr <= half; ++fr)
+    for (int fc = -half; fc <= half; ++fc) {
+      const int y = row + fr, x = col + fc;
+      const float value = (y >= 0 && y < rows && x >= 0 && x < cols) ? in[size_t(y) * cols + x] : 0.f;
+      result += value * filter[(fr + half) * filter_size + fc + half];
+    }
+  if (row < rows && col < cols) out[size_t(row) * cols + col] = result;
+}
+
+// v2: the same, with the filter in constant memory (one broadcast read per warp per tap).
+__global__ void chapter_v2_constant_filter_kernel(float* out, const float* in, int rows, int cols, int filter_size) {
+  const int col = blockDim.x * blockIdx.x + threadIdx.x;
+  const int row = blockDim.y * blockIdx.y + threadIdx.y;
+  const int half = filter_size / 2;
+  float result = 0.f;
+  for (int fr = -half; fr <= half; ++fr)
+    for (int fc = -half; fc <= half; ++fc) {
+      const int y = row + fr, x = col + fc;
+      const float value = (y >= 0 && y < rows && x >= 0 && x < cols) ? in[size_t(y) * cols + x] : 0.f;
+      result += value * c_chapter_filter[(fr + half) * filter_size + fc + half];
+    }
+  if (row < rows && col < cols) out[size_t(row) * cols + col] = result;
+}
+
+// v3: the block first copies its (16 + 2 half)^2 input tile, halo included, into shared memory.
+__global__ void chapter_v3_shared_tile_kernel(float* out, const float* in, int rows, int cols, int filter_size) {
+  extern __shared__ float s_input[];
+  const int idx_x = blockDim.x * blockIdx.x + threadIdx.x;
+  const int idx_y = blockDim.y * blockIdx.y + threadIdx.y;
+  const int pad_size = filter_size / 2;
+  const int tile_size = chapter_block_dim + 2 * pad_size;
+
+  for (int row = 0; row <= tile_size / chapter_block_dim; row++)
+    for (int col = 0; col <= tile_size / chapter_block_dim; col++) {
+      const int idx_row = idx_y + chapter_block_dim * row - pad_size;
+      const int idx_col = idx_x + chapter_block_dim * col - pad_size;
+      const int fid_row = threadIdx.y + chapter_block_dim * row;
+      const int fid_col = threadIdx.x + chapter_block_dim * col;
+      if (fid_row >= tile_size || fid_col >= tile_size) continue;
+      s_input[tile_size * fid_row + fid_col] =
+          (idx_row >= 0 && idx_row < rows && idx_col >= 0 && idx_col < cols) ? in[size_t(idx_row) * cols + idx_col]
+                                                                              : 0.f;
+    }
+  __syncthreads();
+
+  float result = 0.f;
+  for (int fr = -pad_size; fr <= pad_size; ++fr)
+    for (int fc = -pad_size; fc <= pad_size; ++fc) {
+      const int image_row = threadIdx.y + pad_size + fr;
+      const int image_col = threadIdx.x + pad_size + fc;
+      result += s_input[tile_size * image_row + image_col] *
+                c_chapter_filter[(fr + pad_size) * filter_size + fc + pad_size];
+    }
+  if (idx_y < rows && idx_x < cols) out[size_t(idx_y) * cols + idx_x] = result;
+}
+
+struct Problem {
+  int rows, cols, filter_size;
+  size_t pixels() const { return size_t(rows) * cols; }
+  double bytes_moved() const { return 2.0 * sizeof(float) * double(pixels()) + sizeof(float) * filter_size * filter_size; }
+};
+
+using Run = std::function<void(const float* in, const float* filter, float* out, cudaStream_t stream)>;
+
+struct Variant {
+  const char* name;
+  Run run;
+};
+
+dim3 chapter_grid(const Problem& p) {
+  return dim3((p.cols + chapter_block_dim - 1) / chapter_block_dim, (p.rows + chapter_block_dim - 1) / chapter_block_dim);
+}
+
+void copy_filter_to_constant(const float* filter, const Problem& p, cudaStream_t stream) {
+  cudaMemcpyToSymbolAsync(c_chapter_filter, filter, sizeof(float) * p.filter_size * p.filter_size, 0,
+                          cudaMemcpyDeviceToDevice, stream);
+}
+
+std::vector<Variant> variants(const Problem& p) {
+  const dim3 block(chapter_block_dim, chapter_block_dim);
+  const dim3 grid = chapter_grid(p);
+  // The chapter's allocation: (2 filter_size + BLOCK_DIM)^2 floats, more than the tile needs.
+  const size_t v3_shared = size_t(2 * p.filter_size + chapter_block_dim) * (2 * p.filter_size + chapter_block_dim) *
+                           sizeof(float);
+  return {
+      {"reference solution",
+       [p](const float* in, const float* filter, float* out, cudaStream_t stream) {
+         conv2d(in, p.rows, p.cols, filter, p.filter_size, out, stream);
+       }},
+      {"cudaMemcpy D2D (anchor)",
+       [p](const float* in, const float*, float* out, cudaStream_t stream) {
+         cudaMemcpyAsync(out, in, p.pixels() * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+       }},
+      {"chapter v3: shared tile",
+       [p, grid, block, v3_shared](const float* in, const float* filter, float* out, cudaStream_t stream) {
+         copy_filter_to_constant(filter, p, stream);
+         chapter_v3_shared_tile_kernel<<<grid, block, v3_shared, stream>>>(out, in, p.rows, p.cols, p.filter_size);
+       }},
+      {"chapter v2: constant filter",
+       [p, grid, block](const float* in, const float* filter, float* out, cudaStream_t stream) {
+         copy_filter_to_constant(filter, p, stream);
+         chapter_v2_constant_filter_kernel<<<grid, block, 0, stream>>>(out, in, p.rows, p.cols, p.filter_size);
+       }},
+      {"chapter v1: global memory",
+       [p, grid, block](const float* in, const float* filter, float* out, cudaStream_t stream) {
+         chapter_v1_global_memory_kernel<<<grid, block, 0, stream>>>(out, in, filter, p.rows, p.cols, p.filter_size);
+       }},
+  };
+}
+
+// Largest difference from the reference's output. Inputs and filter lie in [-1, 1], so an
+// output's FP32 rounding stays below filter_size^2 * filter_size^2 * 2^-24 whatever the order.
+bool same_output(const std::vector<float>& expected, const std::vector<float>& actual, const Problem& p) {
+  const double taps = double(p.filter_size) * p.filter_size;
+  const double bound = 2 * taps * taps * 0x1.0p-24;
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (!(std::fabs(double(actual[i]) - double(expected[i])) <= bound)) return false;
+  return true;
+}
+
+void bench_problem(const Problem& p, double peak_gbps) {
+  const auto host_in = labkit::generate<float>(p.pixels(), {labkit::Distribution::uniform, 42, -1, 1});
+  const auto host_filter =
+      labkit::generate<float>(size_t(p.filter_size) * p.filter_size, {labkit::Distribution::uniform, 43, -1, 1});
+  DeviceBuffer<float> in(host_in), filter(host_filter), out(p.pixels());
+
+  std::vector<float> reference_output;
+  double reference_ms = 0;
+  char label[64];
+  std::snprintf(label, sizeof label, "%dx%d f%d", p.rows, p.cols, p.filter_size);
+  for (const Variant& v : variants(p)) {
+    const labkit::TimingStats t = labkit::time_call(
+        {[&](cudaStream_t stream) { v.run(in.data(), filter.data(), out.data(), stream); },
+         [&](int) { out.poison(); }});
+    const std::vector<float> output = out.download();
+    if (reference_output.empty()) {
+      reference_output = output;
+      reference_ms = t.ms.median;
+    }
+    const bool is_copy = std::string(v.name).find("cudaMemcpy") != std::string::npos;
+    const bool right = is_copy ? output == host_in : same_output(reference_output, output, p);
+    const double gbps = labkit::gigabytes_per_second(p.bytes_moved(), t.ms.median);
+    std::printf("%-16s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  ratio %5.2f  (%zu samples, +-%.2f%%)%s\n", label,
+                v.name, t.ms.median, gbps, 100 * gbps / peak_gbps, reference_ms / t.ms.median, t.ms.count,
+                100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
+  }
+}
+
+}  // namespace
+
+int main() {
+  const double peak = labkit::start_benchmark(
+      " (GB/s = 2 x rows x cols x 4 bytes / time; ratio = reference time / time, as the grader computes it)");
+  for (int filter_size : {3, 5, 9, 15}) bench_problem({8192, 8192, filter_size}, peak);
+  return 0;
+}

@@ -1,0 +1,384 @@
+// Lab 05 checks: the student's conv2d against a double-precision CPU cross-correlation on every
+// dataset case, with guard bands around the image to catch writes past its ends, then its speed
+// against the reference solution's on the performance cases.
+#include "conv2d.h"
+
+#include <labkit/lab.h>
+#include <labkit/variants.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+
+namespace {
+
+using labkit::Case;
+using labkit::DeviceBuffer;
+
+// ---- shapes and inputs --------------------------------------------------------------------
+
+struct Shape {
+  int rows = 0, cols = 0, filter_size = 0;
+  int half() const { return filter_size / 2; }
+  size_t pixels() const { return size_t(rows) * size_t(cols); }
+  size_t taps() const { return size_t(filter_size) * size_t(filter_size); }
+};
+
+// `n` is the dataset's size field: the number of columns.
+Shape shape_of(const Case& c) {
+  const Shape s{int(c.integer("rows")), int(c.n), int(c.integer("filter_size"))};
+  if (s.rows < 1 || s.cols < 1 || s.filter_size < 1 || s.filter_size % 2 == 0 || s.filter_size > MAX_FILTER_SIZE)
+    throw std::invalid_argument("case " + c.name + " is outside the contract (rows, cols >= 1, odd filter_size <= " +
+                                std::to_string(MAX_FILTER_SIZE) + ")");
+  return s;
+}
+
+std::string location(const Shape& s, size_t index) {
+  return "row " + std::to_string(index / size_t(s.cols)) + ", column " + std::to_string(index % size_t(s.cols));
+}
+
+std::vector<float> make_image(const Case& c, const Shape& s, uint64_t seed_shift = 0) {
+  labkit::InputSpec spec = c.input;
+  spec.seed += seed_shift;
+  return labkit::generate<float>(s.pixels(), spec);
+}
+
+// `random`: uniform in [-1, 1] from the case's seed; `box`: the chapter's box filter.
+std::vector<float> make_filter(const Case& c, const Shape& s, uint64_t seed_shift = 0) {
+  const std::string kind = c.has("filter") ? c.params.at("filter") : "random";
+  if (kind == "box") return std::vector<float>(s.taps(), 1.f / float(s.taps()));
+  if (kind != "random") throw std::invalid_argument("case " + c.name + ": unknown filter '" + kind + "'");
+  const labkit::InputSpec spec{labkit::Distribution::uniform, labkit::splitmix64(c.input.seed ^ 0xF117E5ull) + seed_shift,
+                               -1.0, 1.0};
+  return labkit::generate<float>(s.taps(), spec);
+}
+
+// ---- the CPU reference --------------------------------------------------------------------
+
+// How the reference treats the window where it leaves the image. Only `zero_padding` is the
+// contract; the others are what common mistakes compute, to name them when they match.
+enum class Variant { zero_padding, clamp_to_edge, flipped_filter };
+
+// Each pixel's exact sum, and the sum of the magnitudes of its terms (for the tolerance).
+struct PixelSum {
+  double value = 0;
+  double magnitude = 0;
+};
+
+PixelSum correlate_at(const Shape& s, const std::vector<float>& image, const std::vector<float>& filter, int row,
+                      int col, Variant variant) {
+  const int h = s.half(), fs = s.filter_size;
+  PixelSum sum;
+  for (int i = 0; i < fs; ++i) {
+    int y = row + i - h;
+    if (variant == Variant::clamp_to_edge) y = std::clamp(y, 0, s.rows - 1);
+    if (y < 0 || y >= s.rows) continue;  // zero padding: the term is 0
+    for (int j = 0; j < fs; ++j) {
+      int x = col + j - h;
+      if (variant == Variant::clamp_to_edge) x = std::clamp(x, 0, s.cols - 1);
+      if (x < 0 || x >= s.cols) continue;
+      const size_t tap = variant == Variant::flipped_filter ? size_t(fs - 1 - i) * fs + (fs - 1 - j) : size_t(i) * fs + j;
+      const double term = double(image[size_t(y) * s.cols + x]) * double(filter[tap]);
+      sum.value += term;
+      sum.magnitude += std::fabs(term);
+    }
+  }
+  return sum;
+}
+
+// The tolerance an FP32 computation earns. An output is a dot product of K = filter_size^2
+// terms x * f. Whatever the order of the additions, with or without FMA, FP32 gets within
+// gamma_K * sum |x * f| of the exact value, gamma_K = K u / (1 - K u) and u = 2^-24 (Higham,
+// "Accuracy and Stability of Numerical Algorithms", eq. 3.5); sum |x * f| is at most
+// K * max|image value| * max|filter value|, so the bound follows from the filter size and the
+// value ranges, and is measured per pixel here to stay tight where terms cancel. Two more u
+// cover the expected value's own rounding to float, and two more the tolerance's; K * FLT_MIN
+// covers products that fall below the normal range and are flushed to zero. A wrong term
+// (clamped instead of zero, flipped, missing) costs about |x * f|, far above this.
+float tolerance_for(const Shape& s, double magnitude) {
+  constexpr double u = 0x1.0p-24;
+  const double k = double(s.taps());
+  return float((k + 4) * u * magnitude + k * FLT_MIN);
+}
+
+struct Expected {
+  std::vector<float> value;
+  std::vector<float> tolerance;
+};
+
+Expected work_out(const Shape& s, const std::vector<float>& image, const std::vector<float>& filter,
+                  Variant variant = Variant::zero_padding) {
+  Expected e;
+  e.value.resize(s.pixels());
+  e.tolerance.resize(s.pixels());
+  labkit::parallel_chunks(s.pixels(), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const PixelSum sum = correlate_at(s, image, filter, int(i / s.cols), int(i % s.cols), variant);
+      e.value[i] = float(sum.value);
+      e.tolerance[i] = tolerance_for(s, sum.magnitude);
+    }
+  });
+  return e;
+}
+
+bool close_enough(float expected, float tolerance, float actual) {
+  return !std::isnan(actual) && std::fabs(double(actual) - double(expected)) <= double(tolerance);
+}
+
+// ---- guarded device buffers ---------------------------------------------------------------
+
+constexpr uint32_t input_guard_bits = 0x7FC0DEADu;   // quiet NaNs: poison any result that reads them
+constexpr uint32_t output_guard_bits = 0x7FC0BEEFu;  // and are recognised when overwritten
+constexpr uint32_t shared_poison_bits = 0x7FC05EEDu;
+constexpr uint32_t unwritten_bits = 0x01010101u * labkit::poison_byte;
+
+float float_from_bits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint32_t bits_of(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+
+// Floats of guard on each side of an image: 64 rows and then some, so that a grid rounded up
+// to blocks of up to 64 rows, or a halo read of up to MAX_FILTER_SIZE / 2 rows, lands in the
+// guard and not in memory that would crash the call. A multiple of 64 floats (256 bytes), so
+// the image keeps cudaMalloc's alignment.
+size_t guard_floats(const Shape& s) { return (64 * size_t(s.cols) + 64 + 63) / 64 * 64; }
+
+// An image on the device between two guard bands, all in one DeviceBuffer.
+class GuardedImage {
+public:
+  GuardedImage(const Shape& s, const std::vector<float>& values, uint32_t guard_bits)
+      : guard_(guard_floats(s)), count_(values.size()), buffer_(with_guards(values, guard_bits)) {}
+  float* data() { return buffer_.data() + guard_; }
+  std::vector<float> download_all() const { return buffer_.download(); }
+  std::vector<float> image_of(const std::vector<float>& all) const {
+    return {all.begin() + ptrdiff_t(guard_), all.begin() + ptrdiff_t(guard_ + count_)};
+  }
+  // How many guard floats before and after the image no longer hold `guard_bits`.
+  std::pair<size_t, size_t> overwritten(const std::vector<float>& all, uint32_t guard_bits) const {
+    auto changed = [&](size_t begin, size_t end) {
+      return size_t(std::count_if(all.begin() + ptrdiff_t(begin), all.begin() + ptrdiff_t(end),
+                                  [&](float f) { return bits_of(f) != guard_bits; }));
+    };
+    return {changed(0, guard_), changed(guard_ + count_, all.size())};
+  }
+
+private:
+  std::vector<float> with_guards(const std::vector<float>& values, uint32_t guard_bits) const {
+    std::vector<float> all(values.size() + 2 * guard_, float_from_bits(guard_bits));
+    std::copy(values.begin(), values.end(), all.begin() + ptrdiff_t(guard_));
+    return all;
+  }
+  size_t guard_ = 0;
+  size_t count_ = 0;
+  DeviceBuffer<float> buffer_;
+};
+
+// ---- verdict and diagnosis ----------------------------------------------------------------
+
+// Where a result went wrong, by kind of pixel.
+struct Verification {
+  labkit::Comparison comparison;
+  size_t unwritten = 0;           // still the 0xA5 poison
+  size_t nan = 0;                 // NaN where a number was expected
+  size_t border_mismatches = 0;   // within filter_size / 2 of an edge: the window leaves the image
+  size_t interior_mismatches = 0;
+};
+
+bool in_border(const Shape& s, size_t index) {
+  const int row = int(index / size_t(s.cols)), col = int(index % size_t(s.cols)), h = s.half();
+  return row < h || row >= s.rows - h || col < h || col >= s.cols - h;
+}
+
+Verification verify(const Shape& s, const Expected& expected, const std::vector<float>& actual) {
+  Verification v;
+  v.comparison.checked = actual.size();
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (close_enough(expected.value[i], expected.tolerance[i], actual[i])) continue;
+    if (bits_of(actual[i]) == unwritten_bits) ++v.unwritten;
+    else if (std::isnan(actual[i])) ++v.nan;
+    ++(in_border(s, i) ? v.border_mismatches : v.interior_mismatches);
+    if (v.comparison.mismatches++ < labkit::mismatches_reported)
+      v.comparison.first.push_back(
+          {i, labkit::detail::show(expected.value[i]), labkit::detail::show(actual[i])});
+  }
+  return v;
+}
+
+bool matches(const Expected& expected, const std::vector<float>& actual) {
+  for (size_t i = 0; i < actual.size(); ++i)
+    if (!close_enough(expected.value[i], expected.tolerance[i], actual[i])) return false;
+  return true;
+}
+
+std::string count_of(size_t part, size_t whole, const char* what) {
+  return std::to_string(part) + " of " + std::to_string(whole) + " " + what;
+}
+
+std::string diagnose_guards(std::pair<size_t, size_t> overwritten) {
+  const auto [before, after] = overwritten;
+  std::string where;
+  if (after > 0) where = std::to_string(after) + " floats past the end of d_out were overwritten";
+  if (before > 0)
+    where += (where.empty() ? "" : ", and ") + std::to_string(before) +
+             " floats before its start (a negative row or column in the output index?)";
+  return "writes outside the image: threads past the last row/column still write (hint: the grid is rounded up "
+         "to whole blocks, so the last blocks have threads whose row or column lies outside the image; they must "
+         "not store anything: guard the write with `if (row < rows && col < cols)`). " + where +
+         ". The checks put guard bands around d_out to catch this; in a real program it silently corrupts "
+         "whatever lies next to the output, or the next row's first pixels";
+}
+
+// Names the likely mistake from where the wrong pixels are and what they hold.
+std::string diagnose_values(const Shape& s, const std::vector<float>& image, const std::vector<float>& filter,
+                            const Verification& v, const std::vector<float>& actual) {
+  const size_t wrong = v.comparison.mismatches;
+  if (v.unwritten > 0)
+    return count_of(v.unwritten, s.pixels(), "pixels") +
+           " were never written: they still hold the 0xA5 bytes the checks filled d_out with (hint: the grid must "
+           "cover every row and column: round the number of blocks up, (cols + block.x - 1) / block.x)";
+  if (v.nan > 0)
+    return count_of(v.nan, s.pixels(), "pixels") +
+           " came back NaN: some read fell outside the input image (the checks surround d_in with NaN; with zero "
+           "padding, a pixel outside the image is never read, it counts as 0) or read a shared-memory slot no "
+           "thread wrote (the checks fill shared memory with NaN before each call: check the halo loads)";
+  // The flipped filter first: on an image too small to have an interior, every pixel is a
+  // border pixel, and a flipped filter would pass for a border mistake.
+  if (matches(work_out(s, image, filter, Variant::flipped_filter), actual))
+    return "the output matches the filter flipped in both directions: that is convolution in the textbook "
+           "sense, but the contract (like the chapter) computes cross-correlation, out(r, c) = sum of "
+           "in(r + i - h, c + j - h) * filter(i, j), the filter NOT flipped";
+  const std::string border_hint = "only border pixels differ: the contract pads with zeros, not the edge value (" +
+                                  count_of(wrong, s.pixels(), "pixels") + " are wrong, all within filter_size / 2 = " +
+                                  std::to_string(s.half()) + " of an edge, where the window leaves the image";
+  if (matches(work_out(s, image, filter, Variant::clamp_to_edge), actual))
+    return border_hint + "; the output matches clamp-to-edge, which reads the nearest edge pixel instead, as the "
+                         "chapter's v1 does with min/max: count pixels outside the image as 0, as its v2 does)";
+  const bool has_interior = s.rows > 2 * s.half() && s.cols > 2 * s.half();
+  if (v.interior_mismatches == 0 && has_interior)
+    return border_hint + "; with a tile, check that halo slots outside the image hold 0)";
+  return count_of(wrong, s.pixels(), "pixels") + " are wrong, " + std::to_string(v.interior_mismatches) +
+         " of them away from the borders (hint: check the indexing of the window and of the filter; with a shared "
+         "tile, check that the halo is loaded and that every thread waits for the whole tile, __syncthreads(), "
+         "before reading it)";
+}
+
+void check_conv2d(const Case& c) {
+  const Shape s = shape_of(c);
+  const std::vector<float> image = make_image(c, s);
+  const std::vector<float> filter = make_filter(c, s);
+  const Expected expected = work_out(s, image, filter);
+  labkit::export_array(c, "input", image, {size_t(s.rows), size_t(s.cols)});
+  labkit::export_array(c, "filter", filter, {size_t(s.filter_size), size_t(s.filter_size)});
+  labkit::export_array(c, "expected_output", expected.value, {size_t(s.rows), size_t(s.cols)});
+
+  GuardedImage d_in(s, image, input_guard_bits);
+  GuardedImage d_out(s, std::vector<float>(s.pixels(), float_from_bits(unwritten_bits)), output_guard_bits);
+  DeviceBuffer<float> d_filter(filter);
+  labkit::poison_student_shared_memory(shared_poison_bits);
+  labkit::student<decltype(conv2d)>("conv2d")(d_in.data(), s.rows, s.cols, d_filter.data(), s.filter_size,
+                                              d_out.data(), nullptr);
+  CUDA_CHECK_KERNELS(nullptr);
+
+  const std::vector<float> input_after = d_in.download_all();
+  if (d_in.image_of(input_after) != image || d_in.overwritten(input_after, input_guard_bits) != std::pair<size_t, size_t>{} ||
+      d_filter.download() != filter) {
+    labkit::verdict(c, false, "conv2d modified its input: d_in and d_filter are const and must come back unchanged");
+    return;
+  }
+  const std::vector<float> output_all = d_out.download_all();
+  const auto overwritten = d_out.overwritten(output_all, output_guard_bits);
+  const std::vector<float> actual = d_out.image_of(output_all);
+  const Verification v = verify(s, expected, actual);
+  const auto locate = [&s](size_t i) { return location(s, i); };
+  if (overwritten.first + overwritten.second > 0) {
+    labkit::verdict(c, false, diagnose_guards(overwritten) + (v.comparison.ok() ? "" : ". " + v.comparison.describe(locate)));
+    return;
+  }
+  labkit::verdict(c, v.comparison.ok(),
+                  v.comparison.ok() ? "" : diagnose_values(s, image, filter, v, actual) + ". " + v.comparison.describe(locate));
+}
+
+// ---- performance --------------------------------------------------------------------------
+
+// Images and filters of the same kind and size; before each timed call one pair, at random,
+// is copied into the buffers the call reads (labkit/variants.h). The filter changes too, so a
+// filter kept in constant memory from an earlier call gives a wrong answer.
+struct PerfInputs {
+  PerfInputs(const Case& c, const Shape& s) : PerfInputs(s, images(c, s), filters(c, s)) {}
+  PerfInputs(const Shape& s, const std::vector<std::vector<float>>& images,
+             const std::vector<std::vector<float>>& filters)
+      : image(images), filter(filters) {
+    for (size_t v = 0; v < images.size(); ++v) expected.push_back(work_out(s, images[v], filters[v]));
+  }
+  static std::vector<std::vector<float>> images(const Case& c, const Shape& s) {
+    std::vector<std::vector<float>> hosts;
+    for (int v = 0; v < labkit::input_variants; ++v) hosts.push_back(make_image(c, s, uint64_t(v)));
+    return hosts;
+  }
+  static std::vector<std::vector<float>> filters(const Case& c, const Shape& s) {
+    std::vector<std::vector<float>> hosts;
+    for (int v = 0; v < labkit::input_variants; ++v) hosts.push_back(make_filter(c, s, uint64_t(v)));
+    return hosts;
+  }
+
+  labkit::VariantBuffer<float> image, filter;
+  std::vector<Expected> expected;
+  int current = 0;
+};
+
+std::string check_performance_output(const Shape& s, const Expected& expected, const std::vector<float>& actual) {
+  const labkit::Comparison comparison = verify(s, expected, actual).comparison;
+  return comparison.describe([&s](size_t i) { return location(s, i); });
+}
+
+labkit::PerfSubject perf_subject(labkit::Function<decltype(conv2d)> fn, const Shape& s, PerfInputs& inputs,
+                                 DeviceBuffer<float>& out) {
+  return {{[fn, s, &inputs, &out](cudaStream_t stream) {
+             fn(inputs.image.data(), s.rows, s.cols, inputs.filter.data(), s.filter_size, out.data(), stream);
+           },
+           [&inputs, &out](int sample) {
+             inputs.current = labkit::pick_variant(sample, inputs.image.count());
+             inputs.image.load(inputs.current);
+             inputs.filter.load(inputs.current);
+             out.poison();
+           }},
+          [s, &inputs, &out] { return check_performance_output(s, inputs.expected[inputs.current], out.download()); }};
+}
+
+// A 2-D filter reads each input pixel and writes each output pixel once (the halo's second
+// reads come from cache), plus the filter.
+double bytes_moved(const Shape& s) { return 2.0 * sizeof(float) * double(s.pixels()) + sizeof(float) * double(s.taps()); }
+
+}  // namespace
+
+TEST_SUITE("correctness") {
+  TEST_CASE("conv2d matches a double-precision CPU cross-correlation with zero padding") {
+    for (const Case& c : labkit::dataset().correctness) {
+      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_conv2d(c); }); }
+    }
+  }
+}
+
+TEST_SUITE("performance") {
+  TEST_CASE("conv2d throughput against the reference") {
+    for (const Case& c : labkit::dataset().performance) {
+      SUBCASE(c.name.c_str()) {
+        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
+        const Shape s = shape_of(c);
+        PerfInputs inputs(c, s);
+        DeviceBuffer<float> out(s.pixels());
+        labkit::measure_performance(
+            c, bytes_moved(s), perf_subject(labkit::student<decltype(conv2d)>("conv2d"), s, inputs, out),
+            perf_subject(labkit::reference<decltype(conv2d)>("conv2d"), s, inputs, out));
+      }
+    }
+  }
+}
