@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <mutex>
 #include <set>
 #include <stdexcept>
 
@@ -66,5 +67,24 @@ TEST_SUITE("generators") {
     CHECK(labkit::mix_seeds(42, 0) == 42);
     CHECK(labkit::mix_seeds(42, 1) != 42);
     CHECK(labkit::mix_seeds(42, 1) != labkit::mix_seeds(42, 2));
+  }
+
+  TEST_CASE("generation on all cores gives each element exactly what one core would") {
+    // Past the chunk size, so several threads share the work: every element is still a
+    // function of the seed and its index alone.
+    const std::size_t n = (std::size_t(1) << 22) + 17;
+    const labkit::InputSpec spec{Distribution::few_distinct, 9, 0, 1000, 7};
+    const auto parallel = generate<std::int32_t>(n, spec);
+    const auto small = generate<std::int32_t>(1000, spec);  // one chunk: a single thread
+    CHECK(std::equal(small.begin(), small.end(), parallel.begin()));
+    const auto again = generate<std::int32_t>(n, spec);
+    CHECK(again == parallel);
+    std::size_t sum = 0;
+    labkit::parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
+      static std::mutex mutex;
+      std::lock_guard lock(mutex);
+      sum += end - begin;
+    });
+    CHECK(sum == n);
   }
 }
