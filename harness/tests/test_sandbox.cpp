@@ -1,6 +1,7 @@
 // The host's sandbox and its call table, without a GPU: a forked child enters the sandbox and
 // tries what a hostile submission would; the wire's argument codec calls a plain function.
 #include "labkit/host.h"
+#include "labkit/remote.h"
 #include "labkit/sandbox.h"
 
 #include <doctest/doctest.h>
@@ -119,5 +120,32 @@ TEST_SUITE("wire") {
     pointer.bits = 7;
     const labkit::HostMappings none;
     CHECK_THROWS_AS(labkit::decode_argument<const int*>(pointer, none, nullptr), std::invalid_argument);
+  }
+}
+
+TEST_SUITE("host process") {
+  TEST_CASE("a host that cannot start says why, and the call fails with that message") {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {
+      MESSAGE("this machine has a GPU: the host starts, which the GPU tests cover");
+      return;
+    }
+    labkit::HostProcess host({LABKIT_TEST_BUILD_ROOT "/labs/lab-01-histogram-host", "/nonexistent/module.so", 5});
+    labkit::wire::Request request;
+    request.op = labkit::wire::Op::noop;
+    try {
+      host.request(request);
+      FAIL("the request should have failed");
+    } catch (const labkit::SubmissionFailure& failure) {
+      // No driver here: the host reports the CUDA error it met before loading anything.
+      CHECK(std::string(failure.what()).find("cuda") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("a host program that does not exist is reported, not waited for") {
+    labkit::HostProcess host({"/nonexistent/host", "", 5});
+    labkit::wire::Request request;
+    request.op = labkit::wire::Op::noop;
+    CHECK_THROWS_WITH_AS(host.request(request), doctest::Contains("exited with status 127"), labkit::SubmissionFailure);
   }
 }
