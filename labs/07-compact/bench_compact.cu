@@ -1,0 +1,234 @@
+// Lab 07 benchmark: the reference solution beside cub::DeviceSelect::If and
+// cub::DevicePartition::If (the library anchors) and the chapter's float pipeline, with GB/s
+// (compaction: 4 bytes read per element plus 4 written per kept one; split: 4 read and 4
+// written per element) and % of the device's measured read bandwidth. Not a test: it prints
+// numbers for people to read.
+#include "compact.h"
+
+#include <labkit/bench.h>
+#include <labkit/buffer.h>
+#include <labkit/device.h>
+#include <labkit/generators.h>
+#include <labkit/timing.h>
+
+#include <cub/device/device_partition.cuh>
+#include <cub/device/device_select.cuh>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+namespace {
+
+using labkit::DeviceBuffer;
+
+struct IsPositive {
+  __host__ __device__ bool operator()(float x) const { return x > 0.f; }
+};
+
+// ---- the chapter's pipeline, as in the starter: float flags, float global scan ---------
+
+constexpr int chapter_block_dim = 1024;
+constexpr int chapter_block_items = 2 * chapter_block_dim;
+
+__global__ void chapter_predicate_kernel(const float* in, size_t n, float* flags) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) flags[i] = in[i] > 0.f ? 1.f : 0.f;
+}
+
+__global__ void chapter_scan_block_kernel(const float* in, size_t n, float* out, float* block_sums) {
+  __shared__ float s[chapter_block_items];
+  const int tid = threadIdx.x;
+  const size_t base = size_t(blockIdx.x) * chapter_block_items;
+  const size_t first = base + tid, second = base + tid + chapter_block_dim;
+  s[tid] = first < n ? in[first] : 0.f;
+  s[tid + chapter_block_dim] = second < n ? in[second] : 0.f;
+  int offset = 1;
+  for (; offset < chapter_block_items; offset <<= 1) {
+    __syncthreads();
+    const int a = offset * (2 * tid + 1) - 1, b = offset * (2 * tid + 2) - 1;
+    if (b < chapter_block_items) s[b] += s[a];
+  }
+  for (offset >>= 1; offset > 0; offset >>= 1) {
+    __syncthreads();
+    const int a = offset * (2 * tid + 2) - 1, b = offset * (2 * tid + 3) - 1;
+    if (b < chapter_block_items) s[b] += s[a];
+  }
+  __syncthreads();
+  if (first < n) out[first] = s[tid];
+  if (second < n) out[second] = s[tid + chapter_block_dim];
+  if (block_sums != nullptr && tid == 0) block_sums[blockIdx.x] = s[chapter_block_items - 1];
+}
+
+__global__ void chapter_add_block_offsets_kernel(float* out, size_t n, const float* scanned_block_sums) {
+  const size_t block = size_t(blockIdx.x) + 1;
+  const float offset = scanned_block_sums[block - 1];
+  const size_t end = min(n, (block + 1) * chapter_block_items);
+  for (size_t i = block * chapter_block_items + threadIdx.x; i < end; i += chapter_block_dim) out[i] += offset;
+}
+
+size_t chapter_blocks(size_t n) { return (n + chapter_block_items - 1) / chapter_block_items; }
+
+void chapter_global_scan(float* data, size_t n, float* scratch, cudaStream_t stream) {
+  const size_t blocks = chapter_blocks(n);
+  chapter_scan_block_kernel<<<unsigned(blocks), chapter_block_dim, 0, stream>>>(data, n, data,
+                                                                                blocks > 1 ? scratch : nullptr);
+  if (blocks == 1) return;
+  chapter_global_scan(scratch, blocks, scratch + blocks, stream);
+  chapter_add_block_offsets_kernel<<<unsigned(blocks - 1), chapter_block_dim, 0, stream>>>(data, n, scratch);
+}
+
+size_t chapter_scratch_floats(size_t n) {
+  size_t floats = n;
+  for (size_t level = chapter_blocks(n); level > 1; level = chapter_blocks(level)) floats += level;
+  return floats + 1;
+}
+
+__global__ void chapter_compact_kernel(const float* in, size_t n, const float* scan, float* out, size_t* count) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  if (in[i] > 0.f) out[size_t(scan[i]) - 1] = in[i];
+  if (i == n - 1) *count = size_t(scan[i]);
+}
+
+__global__ void chapter_split_kernel(const float* in, size_t n, const float* scan, float* out) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float total = scan[n - 1];
+  if (in[i] > 0.f)
+    out[size_t(scan[i]) - 1] = in[i];
+  else
+    out[size_t(total + (float(i) - scan[i]))] = in[i];
+}
+
+unsigned grid_256(size_t n) { return unsigned((n + 255) / 256); }
+
+void chapter_pipeline(const float* in, size_t n, float* out, size_t* count, float* scratch, cudaStream_t stream) {
+  chapter_predicate_kernel<<<grid_256(n), 256, 0, stream>>>(in, n, scratch);
+  chapter_global_scan(scratch, n, scratch + n, stream);
+  if (count != nullptr)
+    chapter_compact_kernel<<<grid_256(n), 256, 0, stream>>>(in, n, scratch, out, count);
+  else
+    chapter_split_kernel<<<grid_256(n), 256, 0, stream>>>(in, n, scratch, out);
+}
+
+// ---- the table --------------------------------------------------------------------------
+
+struct Variant {
+  const char* name;
+  std::function<void(const float*, size_t, float*, size_t*, cudaStream_t)> run;
+};
+
+using Bits = std::vector<uint32_t>;
+
+Bits bits_of(const std::vector<float>& v) {
+  Bits b(v.size());
+  std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+  return b;
+}
+
+size_t cub_scratch_bytes(size_t n) {
+  size_t select_bytes = 0, partition_bytes = 0;
+  const float* in = nullptr;
+  float* out = nullptr;
+  size_t* count = nullptr;
+  cub::DeviceSelect::If(nullptr, select_bytes, in, out, count, int64_t(n), IsPositive{});
+  cub::DevicePartition::If(nullptr, partition_bytes, in, out, count, int64_t(n), IsPositive{});
+  return std::max(select_bytes, partition_bytes);
+}
+
+void print_row(const char* label, const char* name, const labkit::TimingStats& t, double bytes, double peak_gbps,
+               const char* note) {
+  const double gbps = labkit::gigabytes_per_second(bytes, t.ms.median);
+  std::printf("%-16s %-30s %10.4f ms %9.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", label, name,
+              t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.count, 100 * t.ms.relative_error, note);
+}
+
+void bench_case(const char* label, size_t n, bool split, double peak_gbps) {
+  const labkit::InputSpec spec{labkit::Distribution::uniform, 42, -100.0, 100.0};  // about half positive
+  const std::vector<float> host = labkit::generate<float>(n, spec);
+  const Bits in_bits = bits_of(host);
+  Bits kept, others;
+  for (uint32_t b : in_bits) {
+    float x;
+    std::memcpy(&x, &b, sizeof x);
+    (x > 0.f ? kept : others).push_back(b);
+  }
+  Bits expected_split = kept;
+  expected_split.insert(expected_split.end(), others.begin(), others.end());
+  Bits partition_split = kept;  // cub::DevicePartition::If writes the rejected ones in reverse
+  partition_split.insert(partition_split.end(), others.rbegin(), others.rend());
+
+  DeviceBuffer<float> input(host);
+  DeviceBuffer<float> output(n);
+  DeviceBuffer<size_t> count(1);
+  DeviceBuffer<uint8_t> cub_scratch(cub_scratch_bytes(n));
+  DeviceBuffer<float> chapter_scratch(chapter_scratch_floats(n));
+
+  std::vector<Variant> variants;
+  if (split) {
+    variants = {
+        {"reference split_positive",
+         [](const float* in, size_t n, float* out, size_t*, cudaStream_t s) { split_positive(in, n, out, s); }},
+        {"cub::DevicePartition::If",
+         [&cub_scratch](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) {
+           size_t bytes = cub_scratch.size();
+           cub::DevicePartition::If(cub_scratch.data(), bytes, in, out, c, int64_t(n), IsPositive{}, s);
+         }},
+        {"chapter: float pipeline",
+         [&chapter_scratch](const float* in, size_t n, float* out, size_t*, cudaStream_t s) {
+           chapter_pipeline(in, n, out, nullptr, chapter_scratch.data(), s);
+         }},
+    };
+  } else {
+    variants = {
+        {"reference compact_positive",
+         [](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) { compact_positive(in, n, out, c, s); }},
+        {"cub::DeviceSelect::If",
+         [&cub_scratch](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) {
+           size_t bytes = cub_scratch.size();
+           cub::DeviceSelect::If(cub_scratch.data(), bytes, in, out, c, int64_t(n), IsPositive{}, s);
+         }},
+        {"chapter: float pipeline",
+         [&chapter_scratch](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) {
+           chapter_pipeline(in, n, out, c, chapter_scratch.data(), s);
+         }},
+    };
+  }
+
+  const double bytes = split ? 8.0 * double(n) : 4.0 * double(n) + 4.0 * double(kept.size());
+  for (const Variant& v : variants) {
+    const labkit::TimingStats t = labkit::time_call(
+        {[&](cudaStream_t stream) { v.run(input.data(), n, output.data(), count.data(), stream); },
+         [&](int) {
+           output.poison();
+           count.poison();
+         }});
+    Bits actual = bits_of(output.download());
+    const char* note = "";
+    if (split) {
+      if (actual == partition_split && actual != expected_split)
+        note = "  (others reversed: not a stable split)";
+      else if (actual != expected_split)
+        note = "  WRONG OUTPUT";
+    } else {
+      actual.resize(kept.size());
+      if (count.download()[0] != kept.size() || actual != kept) note = "  WRONG OUTPUT";
+    }
+    print_row(label, v.name, t, bytes, peak_gbps, note);
+  }
+}
+
+}  // namespace
+
+int main() {
+  const double peak = labkit::start_benchmark(
+      " (GB/s below: compaction counts 4 bytes read per element and 4 written per kept one; split 8 per element)");
+  bench_case("compact 2^24", size_t(1) << 24, false, peak);
+  bench_case("compact 2^28", size_t(1) << 28, false, peak);
+  bench_case("split 2^24", size_t(1) << 24, true, peak);
+  bench_case("split 2^28", size_t(1) << 28, true, peak);
+  return 0;
+}

@@ -1,0 +1,491 @@
+// Lab 07 checks: the student's compaction and split against CPU versions on every dataset
+// case (every output bit exact, the count right, nothing written past what the contract
+// allows), then their speed against the reference solution's on the performance cases.
+// Cases with `exercise: split` check split_positive; all others check compact_positive.
+#include "compact.h"
+
+#include <labkit/lab.h>
+#include <labkit/variants.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+
+namespace {
+
+using labkit::Case;
+using labkit::DeviceBuffer;
+using Floats = std::vector<float>;
+using Bits = std::vector<uint32_t>;  // outputs are compared bit for bit: NaN, -0.0f and all
+constexpr uint32_t poison_word = 0x01010101u * labkit::poison_byte;  // 0xA5A5A5A5
+constexpr size_t poison_count = 0x0101010101010101ull * labkit::poison_byte;
+constexpr size_t guard_words = 64;                    // poisoned words after d_out + n
+constexpr size_t float_exact_limit = size_t(1) << 24;  // 16777216: where float integers end
+constexpr size_t chapter_block = 2048;                 // the chapter's scan: 2 x BLOCK_DIM
+
+const char* float_address_hint =
+    "addresses computed in float are exact only to 2^24 = 16777216: positions past that are rounded, so two "
+    "elements land on one slot and another slot stays empty (hint: scan integer flags in int32/uint32, not float)";
+
+bool is_split_case(const Case& c) { return c.has("exercise") && c.params.at("exercise") == "split"; }
+
+Bits to_bits(const Floats& values) {
+  Bits bits(values.size());
+  if (!values.empty()) std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
+  return bits;
+}
+
+float from_bits(uint32_t bits) {
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+Floats to_floats(const Bits& bits) {
+  Floats values(bits.size());
+  if (!bits.empty()) std::memcpy(values.data(), bits.data(), bits.size() * sizeof(float));
+  return values;
+}
+
+std::string show_bits(uint32_t bits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%g (bits 0x%08X)", double(from_bits(bits)), bits);
+  return text;
+}
+
+// ---- inputs -----------------------------------------------------------------------------
+
+// Values that test the predicate: zeros of both signs, NaNs (quiet, signalling, negative),
+// denormals, infinities, the smallest normals.
+const uint32_t special_values[] = {0x80000000u, 0x00000000u, 0x7FC00000u, 0xFFC00001u, 0x7F800001u, 0x00000001u,
+                                   0x80000001u, 0x7F800000u, 0xFF800000u, 0x00800000u, 0x80800000u};
+constexpr size_t special_count = sizeof(special_values) / sizeof(special_values[0]);
+
+// The dataset's generators, plus two patterns of the lab's own: `pattern: alternating` makes
+// element i positive for even i and negative for odd i; `pattern: specials` replaces about a
+// quarter of the elements, at random places, with the special values above.
+Floats make_input(const Case& c, uint64_t seed_shift = 0) {
+  labkit::InputSpec spec = c.input;
+  spec.seed += seed_shift;
+  Floats in = labkit::generate<float>(c.n, spec);
+  const std::string pattern = c.has("pattern") ? c.params.at("pattern") : "";
+  if (pattern == "alternating")
+    for (size_t i = 0; i < in.size(); ++i) in[i] = i % 2 == 0 ? std::fabs(in[i]) : -std::fabs(in[i]);
+  if (pattern == "specials")
+    for (size_t i = 0; i < in.size(); ++i) {
+      const uint64_t bits = labkit::splitmix64(spec.seed * 0x9E3779B97F4A7C15ull + i);
+      if (bits % 4 == 0) in[i] = from_bits(special_values[(bits >> 8) % special_count]);
+    }
+  return in;
+}
+
+// ---- expected outputs, for the contract's predicate and for likely wrong ones -----------
+
+struct Predicate {
+  const char* mistake;  // what using this predicate instead of x > 0 means
+  std::function<bool(uint32_t)> keeps;
+};
+
+bool contract_positive(uint32_t bits) { return from_bits(bits) > 0.f; }
+
+const std::vector<Predicate>& wrong_predicates() {
+  static const std::vector<Predicate> list = {
+      {"zeros were treated as positive (x >= 0 keeps +0.0 and -0.0; the contract keeps x > 0 only)",
+       [](uint32_t b) { return from_bits(b) >= 0.f; }},
+      {"NaN was treated as positive (!(x <= 0) keeps every NaN, since comparisons with NaN are false; use x > 0)",
+       [](uint32_t b) { return !(from_bits(b) <= 0.f); }},
+      {"-0.0 or NaN was classified by its sign bit (signbit / a test of bit 31 keeps +0.0 and NaNs with a clear "
+       "sign bit; the contract keeps x > 0 only)",
+       [](uint32_t b) { return (b >> 31) == 0; }},
+      {"NaN was treated as positive (the bits read as an int32 > 0 keep NaNs with a clear sign bit; compare the "
+       "float: x > 0.0f)",
+       [](uint32_t b) { return int32_t(b) > 0; }},
+      {"denormals were dropped (x > FLT_MIN, or flush-to-zero: a positive denormal is positive)",
+       [](uint32_t b) { return from_bits(b) >= std::numeric_limits<float>::min(); }},
+  };
+  return list;
+}
+
+struct Selection {
+  Bits kept;                   // the kept elements, in input order
+  std::vector<size_t> source;  // kept[j] = in[source[j]]
+};
+
+Selection select(const Bits& in, const std::function<bool(uint32_t)>& keeps) {
+  Selection s;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (keeps(in[i])) {
+      s.kept.push_back(in[i]);
+      s.source.push_back(i);
+    }
+  return s;
+}
+
+Bits split_by(const Bits& in, const std::function<bool(uint32_t)>& keeps) {
+  Bits out;
+  out.reserve(in.size());
+  for (uint32_t b : in)
+    if (keeps(b)) out.push_back(b);
+  for (uint32_t b : in)
+    if (!keeps(b)) out.push_back(b);
+  return out;
+}
+
+size_t first_mismatch(const Bits& expected, const Bits& actual) {
+  const size_t common = std::min(expected.size(), actual.size());
+  return size_t(std::mismatch(expected.begin(), expected.begin() + common, actual.begin()).first - expected.begin());
+}
+
+bool same_multiset(Bits a, Bits b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+size_t count_poison(const Bits& v, size_t from = 0) {
+  return size_t(std::count(v.begin() + std::min(from, v.size()), v.end(), poison_word));
+}
+
+bool all_poison_from(const Bits& v, size_t from) { return count_poison(v, from) == v.size() - std::min(from, v.size()); }
+
+
+// ---- calling the student ----------------------------------------------------------------
+
+struct CompactOutput {
+  Bits out;  // d_out[0..n + guard_words)
+  size_t count = 0;
+  bool input_changed = false;
+};
+
+CompactOutput run_student_compact(const Floats& input) {
+  DeviceBuffer<float> d_in(input);
+  DeviceBuffer<float> d_out(input.size() + guard_words);
+  DeviceBuffer<size_t> d_count(1);
+  d_out.poison();
+  d_count.poison();
+  labkit::student<decltype(compact_positive)>("compact_positive")(d_in.data(), input.size(), d_out.data(),
+                                                                  d_count.data(), nullptr);
+  CUDA_CHECK_KERNELS(nullptr);
+  return {to_bits(d_out.download()), d_count.download()[0], to_bits(d_in.download()) != to_bits(input)};
+}
+
+struct SplitOutput {
+  Bits out;  // d_out[0..n + guard_words)
+  bool input_changed = false;
+};
+
+SplitOutput run_student_split(const Floats& input) {
+  DeviceBuffer<float> d_in(input);
+  DeviceBuffer<float> d_out(input.size() + guard_words);
+  d_out.poison();
+  labkit::student<decltype(split_positive)>("split_positive")(d_in.data(), input.size(), d_out.data(), nullptr);
+  CUDA_CHECK_KERNELS(nullptr);
+  return {to_bits(d_out.download()), to_bits(d_in.download()) != to_bits(input)};
+}
+
+// ---- naming the mistake -----------------------------------------------------------------
+
+// The most aligned multiple of 64 in (previous, source], or 0 if there is none: the block
+// boundary that the input crossed between two neighbouring outputs.
+size_t chunk_boundary(size_t previous, size_t source) {
+  for (size_t chunk = size_t(1) << 40; chunk >= 64; chunk >>= 1) {
+    const size_t boundary = source / chunk * chunk;
+    if (boundary > previous && boundary > 0) return boundary;
+  }
+  return 0;
+}
+
+constexpr size_t no_previous = ~size_t(0);
+
+// Hints that both functions share, from where the first wrong output is and where the
+// elements that belong there and just before it come from in the input (`previous` is
+// no_previous when there is no such neighbour). "" when none fits.
+std::string diagnose_placement(const Bits& expected, const Bits& actual, size_t wrong, size_t source,
+                               size_t previous) {
+  // An address past 2^24 can round down by one (16777217 -> 16777216, minus one for the
+  // inclusive scan), so the first casualty can be d_out[2^24 - 1].
+  if (wrong + 1 >= float_exact_limit)
+    return "d_out[0.." + std::to_string(wrong - 1) + "] are right and d_out[" + std::to_string(wrong) +
+           "] is the first wrong one, at the 2^24 boundary or past it: " + float_address_hint;
+  if (previous == no_previous) return "";
+  const size_t boundary = chunk_boundary(previous, source);
+  if (boundary == 0) return "";
+  const bool rest_unwritten = all_poison_from(actual, wrong);
+  if (boundary == chapter_block && rest_unwritten)
+    return "only the first 2048 elements were compacted: the scan covers one block (the chapter's single block of "
+           "2 x BLOCK_DIM elements; scan each block, scan the block sums, add them back, or see the README's "
+           "one-pass version)";
+  const size_t chunk = boundary & (~boundary + 1);  // the largest power of two dividing it
+  return "the outputs are right up to the first element taken from in[" + std::to_string(boundary) + "] or later, " +
+         "and in[" + std::to_string(boundary) + "] starts an aligned chunk of " + std::to_string(chunk) +
+         " input elements: " +
+         (rest_unwritten ? std::string("nothing was written from there on")
+                         : std::string("the number of kept elements before that chunk was not added to its "
+                                       "addresses (a missing block offset or look-back)")) +
+         ". d_out[" + std::to_string(wrong) + "] is " + show_bits(actual[wrong]) + ", expected " +
+         show_bits(expected[wrong]) + " (from in[" + std::to_string(source) + "])";
+}
+
+// Calls the function again on the same input: a race shows as a different output.
+std::string race_or_generic(const Bits& expected, const Bits& actual, const Bits& again, size_t wrong,
+                            size_t source) {
+  const std::string where = "d_out[" + std::to_string(wrong) + "] is " + show_bits(actual[wrong]) + ", expected " +
+                            show_bits(expected[wrong]) + " (from in[" + std::to_string(source) + "])";
+  if (again != actual)
+    return "two runs on the same input gave different outputs (the first wrong element moved from " +
+           std::to_string(wrong) + " to " + std::to_string(first_mismatch(expected, again)) + "): a race. Look for "
+           "a missing __syncthreads() between writing and reading shared memory, or a look-back that reads a "
+           "predecessor's flag before its count is visible. " + where;
+  const size_t holes = count_poison(actual);
+  if (holes > 0)
+    return std::to_string(holes) + " output slots were never written (still 0xA5A5A5A5): some addresses were "
+           "computed wrong, so elements collided or went elsewhere. " + where;
+  return (wrong == 0 ? std::string("the very first output is wrong") : "d_out[0.." + std::to_string(wrong - 1) + "] are right") +
+         ", and the output is the same on every run. " + where;
+}
+
+std::string diagnose_compact_count(const Bits& in, size_t expected_count, size_t count) {
+  const std::string numbers = "*d_count is " + std::to_string(count) + ", expected " + std::to_string(expected_count);
+  if (count == poison_count) return "*d_count was never written (it still holds 0xA5A5A5A5A5A5A5A5)";
+  for (const Predicate& p : wrong_predicates())
+    if (size_t(std::count_if(in.begin(), in.end(), p.keeps)) == count) return std::string(p.mistake) + ": " + numbers;
+  const size_t difference = count > expected_count ? count - expected_count : expected_count - count;
+  if (expected_count > float_exact_limit && difference <= expected_count / (float_exact_limit / 2))
+    return numbers + ", off by " + std::to_string(difference) + " for a count past 2^24: " + float_address_hint;
+  if (in.size() > chapter_block &&
+      count == size_t(std::count_if(in.begin(), in.begin() + chapter_block, contract_positive)))
+    return numbers + ", the number of positives among the first 2048 elements only: the scan covers one block";
+  if (count == in.size()) return numbers + ", which is n: the count must be of the kept elements only";
+  return numbers + " (it is the number of elements with x > 0.0f, which is also the last value of the "
+                   "inclusive scan of the flags)";
+}
+
+std::string diagnose_compact_output(const Bits& in, const Selection& expected, const Bits& actual, const Bits& again) {
+  if (count_poison(actual) == actual.size())
+    return "d_out was not written at all: every element of d_out[0..count) still holds the 0xA5A5A5A5 the checks "
+           "filled it with";
+  if (same_multiset(expected.kept, actual))
+    return "the right elements, but not in input order: compaction must be stable (atomicAdd on one counter "
+           "hands out slots in whatever order threads arrive; use a scan of the flags, or warp ballots plus a "
+           "look-back, which keep the order)";
+  for (const Predicate& p : wrong_predicates()) {
+    const Bits kept = select(in, p.keeps).kept;
+    if (kept.size() >= actual.size() && std::equal(actual.begin(), actual.end(), kept.begin()) && kept != expected.kept)
+      return std::string(p.mistake) + " (the count happens to match, the elements do not)";
+  }
+  const size_t wrong = first_mismatch(expected.kept, actual);
+  const size_t source = expected.source[wrong];
+  const size_t previous = wrong > 0 ? expected.source[wrong - 1] : no_previous;
+  const std::string placement = diagnose_placement(expected.kept, actual, wrong, source, previous);
+  if (!placement.empty()) return placement;
+  return race_or_generic(expected.kept, actual, again, wrong, source);
+}
+
+void check_compact(const Case& c, const Floats& input) {
+  const Bits in = to_bits(input);
+  const Selection expected = select(in, contract_positive);
+  labkit::export_array(c, "expected_output", to_floats(expected.kept));
+  labkit::export_array(c, "expected_count", std::vector<uint64_t>{expected.kept.size()});
+
+  const CompactOutput result = run_student_compact(input);
+  if (result.input_changed)
+    return labkit::verdict(c, false, "compact_positive modified its input: d_in is const and must come back unchanged");
+  if (result.count != expected.kept.size())
+    return labkit::verdict(c, false, diagnose_compact_count(in, expected.kept.size(), result.count));
+
+  const size_t count = expected.kept.size();
+  const Bits actual(result.out.begin(), result.out.begin() + count);
+  if (actual != expected.kept) {
+    Bits again = run_student_compact(input).out;
+    again.resize(count);
+    const labkit::Comparison comparison = labkit::compare_exact(expected.kept, actual);
+    return labkit::verdict(c, false, diagnose_compact_output(in, expected, actual, again) + ". " + comparison.describe());
+  }
+  const auto written = std::find_if(result.out.begin() + count, result.out.end(), [](uint32_t v) { return v != poison_word; });
+  if (written != result.out.end())
+    return labkit::verdict(c, false, "compact_positive wrote d_out[" + std::to_string(written - result.out.begin()) +
+                                         "], at or past d_out + count (count = " + std::to_string(count) + ", n = " +
+                                         std::to_string(c.n) + "): nothing after the kept elements may be written " +
+                                         "(no padding, no copies of the rejected ones, no full vectors past the end)");
+  labkit::verdict(c, true);
+}
+
+std::string diagnose_split(const Bits& in, const Bits& expected, const Bits& actual, const Bits& again) {
+  const size_t n = in.size();
+  if (count_poison(actual) == n)
+    return "d_out was not written at all: every element still holds the 0xA5A5A5A5 the checks filled it with";
+  const Selection positives = select(in, contract_positive);
+  const size_t kept = positives.kept.size();
+  for (const Predicate& p : wrong_predicates())
+    if (split_by(in, p.keeps) == actual) return p.mistake;
+  if (same_multiset(expected, actual)) {
+    const bool positives_right = std::equal(expected.begin(), expected.begin() + kept, actual.begin());
+    if (positives_right && std::equal(expected.begin() + kept, expected.end(), actual.rbegin()))
+      return "the non-positive elements are in reverse order (written from the end of d_out backwards, as "
+             "cub::DevicePartition::If does): the contract asks for a stable split, the others in input order too, "
+             "starting at d_out[count of positives]";
+    return std::string("the right elements, but not in input order") +
+           (positives_right ? " among the non-positive ones" : "") +
+           ": the split must be stable (atomicAdd on a counter hands out slots in whatever order threads arrive; "
+           "use scans of the flags)";
+  }
+  const size_t wrong = first_mismatch(expected, actual);
+  // The element that belongs at `wrong`: the wrong-th positive, or the (wrong - kept)-th other.
+  // Neighbours in the same part only: the first of the others has no previous one.
+  size_t source = 0, previous = no_previous;
+  if (wrong < kept) {
+    source = positives.source[wrong];
+    if (wrong > 0) previous = positives.source[wrong - 1];
+  } else {
+    for (size_t i = 0, others = 0; i < n; ++i) {
+      if (contract_positive(in[i])) continue;
+      if (others == wrong - kept) {
+        source = i;
+        break;
+      }
+      previous = i;
+      ++others;
+    }
+  }
+  const std::string placement = diagnose_placement(expected, actual, wrong, source, previous);
+  if (!placement.empty()) return placement;
+  if (wrong == kept && kept > 0)
+    return "the positive elements are right (d_out[0.." + std::to_string(kept - 1) + "]) but the others are not: they "
+           "start at d_out[count of positives] = d_out[" + std::to_string(kept) + "], and element i of them goes to " +
+           "count + (i - positives before i). " + race_or_generic(expected, actual, again, wrong, source);
+  return race_or_generic(expected, actual, again, wrong, source);
+}
+
+void check_split(const Case& c, const Floats& input) {
+  const Bits in = to_bits(input);
+  const Bits expected = split_by(in, contract_positive);
+  labkit::export_array(c, "expected_output", to_floats(expected));
+
+  const SplitOutput result = run_student_split(input);
+  if (result.input_changed)
+    return labkit::verdict(c, false, "split_positive modified its input: d_in is const and must come back unchanged");
+  const auto written = std::find_if(result.out.begin() + c.n, result.out.end(), [](uint32_t v) { return v != poison_word; });
+  if (written != result.out.end()) {
+    // A float address just below n > 2^24 can round up to n itself.
+    const std::string cause = c.n + 1 >= float_exact_limit ? std::string(": ") + float_address_hint : "";
+    return labkit::verdict(c, false, "split_positive wrote d_out[" + std::to_string(written - result.out.begin()) +
+                                         "], past the end d_out + n (n = " + std::to_string(c.n) + ")" + cause);
+  }
+  const Bits actual(result.out.begin(), result.out.begin() + c.n);
+  if (actual == expected) return labkit::verdict(c, true);
+  Bits again = run_student_split(input).out;
+  again.resize(c.n);
+  const labkit::Comparison comparison = labkit::compare_exact(expected, actual);
+  labkit::verdict(c, false, diagnose_split(in, expected, actual, again) + ". " + comparison.describe());
+}
+
+void check_case(const Case& c) {
+  const Floats input = make_input(c);
+  labkit::export_array(c, "input", input);
+  if (is_split_case(c))
+    check_split(c, input);
+  else
+    check_compact(c, input);
+}
+
+// ---- performance ------------------------------------------------------------------------
+
+// Inputs of the same distribution and size; before each timed call one of them, at
+// random, is copied into the buffer the call reads (labkit/variants.h).
+struct PerfInputs {
+  PerfInputs(const Case& c, bool split) : device(generate_variants(c, split)) {}
+
+  std::vector<Floats> generate_variants(const Case& c, bool split) {
+    std::vector<Floats> hosts;
+    for (int variant = 0; variant < labkit::input_variants; ++variant) {
+      hosts.push_back(make_input(c, uint64_t(variant)));
+      const Bits in = to_bits(hosts.back());
+      expected.push_back(split ? split_by(in, contract_positive) : select(in, contract_positive).kept);
+    }
+    return hosts;
+  }
+  size_t mean_kept() const {
+    size_t sum = 0;
+    for (const Bits& e : expected) sum += e.size();
+    return sum / expected.size();
+  }
+  std::vector<Bits> expected;  // the compacted (or split) output of each variant
+  labkit::VariantBuffer<float> device;
+  int current = 0;
+};
+
+// Picks a variant, loads it and poisons the outputs: the untimed step before every sample.
+std::function<void(int)> prepare(PerfInputs& inputs, DeviceBuffer<float>& out, DeviceBuffer<size_t>* count) {
+  return [&inputs, &out, count](int sample) {
+    inputs.current = labkit::pick_variant(sample, inputs.device.count());
+    inputs.device.load(inputs.current);
+    out.poison();
+    if (count != nullptr) count->poison();
+  };
+}
+
+labkit::PerfSubject compact_subject(labkit::Function<decltype(compact_positive)> fn, const Case& c,
+                                    PerfInputs& inputs, DeviceBuffer<float>& out, DeviceBuffer<size_t>& count) {
+  return {{[fn, &c, &inputs, &out, &count](cudaStream_t stream) {
+             fn(inputs.device.data(), c.n, out.data(), count.data(), stream);
+           },
+           prepare(inputs, out, &count)},
+          [&inputs, &out, &count]() -> std::string {
+            const Bits& expected = inputs.expected[inputs.current];
+            const size_t got = count.download()[0];
+            if (got != expected.size())
+              return "*d_count is " + std::to_string(got) + ", expected " + std::to_string(expected.size());
+            Bits actual = to_bits(out.download());
+            actual.resize(expected.size());
+            return labkit::compare_exact(expected, actual).describe();
+          }};
+}
+
+labkit::PerfSubject split_subject(labkit::Function<decltype(split_positive)> fn, const Case& c, PerfInputs& inputs,
+                                  DeviceBuffer<float>& out) {
+  return {{[fn, &c, &inputs, &out](cudaStream_t stream) { fn(inputs.device.data(), c.n, out.data(), stream); },
+           prepare(inputs, out, nullptr)},
+          [&inputs, &out] { return labkit::compare_exact(inputs.expected[inputs.current], to_bits(out.download())).describe(); }};
+}
+
+void measure_case(const Case& c) {
+  const bool split = is_split_case(c);
+  PerfInputs inputs(c, split);
+  DeviceBuffer<float> out(c.n);
+  if (split) {
+    const double bytes_moved = 2.0 * sizeof(float) * double(c.n);  // read n, write n
+    labkit::measure_performance(c, bytes_moved,
+                                split_subject(labkit::student<decltype(split_positive)>("split_positive"), c, inputs, out),
+                                split_subject(labkit::reference<decltype(split_positive)>("split_positive"), c, inputs, out));
+    return;
+  }
+  DeviceBuffer<size_t> count(1);
+  const double bytes_moved = sizeof(float) * (double(c.n) + double(inputs.mean_kept()));  // read n, write count
+  labkit::measure_performance(
+      c, bytes_moved,
+      compact_subject(labkit::student<decltype(compact_positive)>("compact_positive"), c, inputs, out, count),
+      compact_subject(labkit::reference<decltype(compact_positive)>("compact_positive"), c, inputs, out, count));
+}
+
+}  // namespace
+
+TEST_SUITE("correctness") {
+  TEST_CASE("compact_positive and split_positive match CPU versions") {
+    for (const Case& c : labkit::dataset().correctness) {
+      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_case(c); }); }
+    }
+  }
+}
+
+TEST_SUITE("performance") {
+  TEST_CASE("compact_positive and split_positive throughput against the reference") {
+    for (const Case& c : labkit::dataset().performance) {
+      SUBCASE(c.name.c_str()) {
+        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
+        measure_case(c);
+      }
+    }
+  }
+}
