@@ -13,7 +13,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 targets=(harness/grade/labkit-grade)
 for id in "$@"; do
   dir=$(cd "$root/labs" && ls -d "$id"-* | head -1)
-  targets+=("labs/lab-$dir-runner" "labs/lab-$dir-solution.so" "labs/lab-$dir-bench")
+  targets+=("labs/lab-$dir-runner" "labs/lab-$dir-host" "labs/lab-$dir-solution.so" "labs/lab-$dir-bench")
 done
 ninja -C "$build" "${targets[@]}" >"$out/ninja.log" 2>&1 || { tail -40 "$out/ninja.log"; exit 4; }
 
