@@ -1,26 +1,13 @@
 #!/usr/bin/env bash
-# One call's worth of GPU checks for the labs named (e.g. `01 02`): build only what those labs
-# need, grade the reference solutions and then the starter code, and run each lab's
-# benchmark. Logs go to $OUT (the device tool's output folder) when it is set.
+# One call's worth of GPU checks for the labs named (e.g. `01 02`): grade the reference
+# solutions, then the starter code, then run each lab's benchmark. Builds only those labs,
+# through grading/gpu-run.sh (logs go to $OUT, the device tool's output folder, when set).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${BUILD:-$root/build-gpu}"
-out="${OUT:-$build/out}"
-mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
-
-[[ -f "$build/build.ninja" ]] || meson setup "$build" "$root" >"$out/setup.log" 2>&1 || { cat "$out/setup.log"; exit 4; }
-targets=(harness/grade/labkit-grade)
+benches=()
 for id in "$@"; do
   dir=$(cd "$root/labs" && ls -d "$id"-* | head -1)
-  targets+=("labs/lab-$dir-runner" "labs/lab-$dir-host" "labs/lab-$dir-solution.so" "labs/lab-$dir-bench")
+  benches+=("build-gpu/labs/lab-$dir-bench")
 done
-ninja -C "$build" "${targets[@]}" >"$out/ninja.log" 2>&1 || { tail -40 "$out/ninja.log"; exit 4; }
-
-grade="$build/harness/grade/labkit-grade"
-echo "=== grade lab $* --solution"; "$grade" lab "$@" --solution >"$out/solution.txt"; echo "exit $?"; cat "$out/solution.txt"
-echo "=== grade lab $* (starter code)"; "$grade" lab "$@" >"$out/starter.txt"; echo "exit $?"; cat "$out/starter.txt"
-for id in "$@"; do
-  dir=$(cd "$root/labs" && ls -d "$id"-* | head -1)
-  echo "=== benchmark $dir"; "$build/labs/lab-$dir-bench" | tee "$out/bench-$dir.txt"
-done
+LABS="$*" BENCH=1 TAIL="${TAIL:-60}" bash "$root/grading/gpu-run.sh" \
+  "labkit-grade lab $* --solution" "labkit-grade lab $*" "${benches[@]}"

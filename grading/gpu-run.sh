@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# One device call's worth of work: configure and build what grading needs (no benchmarks
-# unless asked) in build-gpu/, then run each command given as an argument with the built
-# grader on PATH as `labkit-grade`, logging each to $OUT (the device tool's output folder).
+# One device call's worth of work: configure and build what grading needs in build-gpu/, then
+# run each command given as an argument with the built grader on PATH as `labkit-grade`,
+# logging each to $OUT (the device tool's output folder).
 #   bash grading/gpu-run.sh "labkit-grade lab 01 --solution" "labkit-grade all --submissions ..."
+# LABS="01 02" builds those labs only (default: all); BENCH=1 builds their benchmarks too.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD:-$root/build-gpu}"
@@ -14,6 +15,7 @@ started=$(date +%s)
 targets=(harness/grade/labkit-grade)
 for dir in "$root"/labs/[0-9][0-9]-*/; do
   lab=$(basename "$dir")
+  [[ -n "${LABS:-}" && " $LABS " != *" ${lab%%-*} "* ]] && continue
   targets+=("labs/lab-$lab-runner" "labs/lab-$lab-host" "labs/lab-$lab-solution.so")
   [[ -n "${BENCH:-}" ]] && targets+=("labs/lab-$lab-bench")
 done

@@ -46,15 +46,13 @@ std::string fingerprint(const LabJob& job, const Toolchain& tc, const GradeOptio
   for (const fs::path& kit_file :
        {build_labs / ("lab-" + lab.dir + "-runner"), build_labs / ("lab-" + lab.dir + "-solution.so"),
         fs::path(lab.dataset), fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml"})
-    h = hash_bytes(read_file(kit_file.string()), h);
+    h = hash_bytes(labkit::file_bytes(kit_file.string()), h);
   // Refused files are not read: a link may lead outside the submission, a pipe would block.
   const std::string refused =
       job.student_dir.empty() ? "missing" : student_files_problem(job.student_dir, lab.student_files);
   for (const std::string& file : lab.student_files)
-    h = hash_bytes(!refused.empty() ? refused : file + read_file((fs::path(job.student_dir) / file).string()), h);
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
-  return text;
+    h = hash_bytes(!refused.empty() ? refused : file + labkit::file_bytes((fs::path(job.student_dir) / file).string()), h);
+  return labkit::hex(h);
 }
 
 struct Slot {

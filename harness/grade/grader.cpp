@@ -124,9 +124,9 @@ std::string forbidden_use(const LabSpec& lab, const fs::path& lab_work) {
   // Includes first: they name the library the student chose (Thrust's code contains CUB's).
   for (const LibrarySigns& library : library_signs())
     for (const std::string& file : lab.student_files)
-      if (forbidden(library) && std::regex_search(read_file((lab_work / "src" / file).string()), library.include))
+      if (forbidden(library) && std::regex_search(labkit::file_bytes((lab_work / "src" / file).string()), library.include))
         return std::string(library.name) + ", included in " + file;
-  const std::string module = read_file((lab_work / "module.so").string());
+  const std::string module = labkit::file_bytes((lab_work / "module.so").string());
   for (const LibrarySigns& library : library_signs())
     for (const std::string& sign : library.in_module)
       if (forbidden(library) && module.find(sign) != std::string::npos)

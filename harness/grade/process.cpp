@@ -137,11 +137,6 @@ void kill_all_children() {
     if (const pid_t pid = slot.load(); pid > 0) kill(-pid, SIGKILL);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 std::string random_token() {
   std::random_device device;
   std::uniform_int_distribution<unsigned> digit(0, 15);

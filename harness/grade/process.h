@@ -42,9 +42,6 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits);
 // Kills the process group of every child still running (on Ctrl-C). Async-signal-safe.
 void kill_all_children();
 
-// A file's whole contents; empty when it cannot be read.
-std::string read_file(const std::string& path);
-
 // A random hex string: the result channel's token.
 std::string random_token();
 

@@ -137,18 +137,18 @@ double peak_read_gbps() {
 }
 
 struct ReferenceTime {
-  nlohmann::json json;
-  double median_ms = 0;
-  double relative_error = 0;
+  nlohmann::json json;  // timing_json's record
   std::string source;
   bool cached = false;
+  double median_ms() const { return json.value("median_ms", 0.0); }
+  double relative_error() const { return json.value("relative_error", 0.0); }
 };
 
-ReferenceTime time_reference(const PerfSubject& reference_side, double bytes_moved, double peak) {
+ReferenceTime measure_reference(const PerfSubject& reference_side, double bytes_moved, double peak) {
   const TimingStats stats = time_call(reference_side.call);
   const std::string error = reference_side.check_output();
   REQUIRE_MESSAGE(error.empty(), "the reference solution is wrong: " << error);
-  return {timing_json(stats, bytes_moved, peak), stats.ms.median, stats.ms.relative_error, "measured in this run"};
+  return {timing_json(stats, bytes_moved, peak), "measured in this run"};
 }
 
 // The reference's time for a case: from the calibration cache when it has the case, else
@@ -157,12 +157,12 @@ ReferenceTime reference_time(const Case& c, const PerfSubject& reference_side, d
   Calibration& calibration = state().calibration;
   if (!state().options.calibrate)
     if (const auto cached = calibration.reference(c.name)) {
-      return {*cached, cached->value("median_ms", 0.0), cached->value("relative_error", 0.0),
+      return {*cached,
               "calibration cache " + std::filesystem::path(calibration.path()).filename().string() + " (measured " +
                   cached->value("measured_at", std::string("earlier")) + ")",
               true};
     }
-  ReferenceTime fresh = time_reference(reference_side, bytes_moved, peak);
+  ReferenceTime fresh = measure_reference(reference_side, bytes_moved, peak);
   calibration.store(c.name, fresh.json);
   return fresh;
 }
@@ -275,17 +275,17 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
   try {
     TimedCall call = student_side.call;
     call.verify = student_side.check_output;
-    const TimingStats student_time = time_submission_call(call, host_overhead_ms(reference.median_ms));
+    const TimingStats student_time = time_submission_call(call, host_overhead_ms(reference.median_ms()));
     record["student"] = timing_json(student_time, bytes_moved, peak);
-    record["ratio"] = reference.median_ms / student_time.ms.median;
-    const double noise = ratio_noise(student_time.ms.relative_error, reference.relative_error);
+    record["ratio"] = reference.median_ms() / student_time.ms.median;
+    const double noise = ratio_noise(student_time.ms.relative_error, reference.relative_error());
     if (reference.cached && near_threshold(c.name, record["ratio"], noise)) {
       s.student->stop();
-      reference = time_reference(reference_side, bytes_moved, peak);
+      reference = measure_reference(reference_side, bytes_moved, peak);
       reference.source = "measured again in this run: the ratio sat near a threshold";
       record["reference"] = reference.json;
       record["reference_source"] = reference.source;
-      record["ratio"] = reference.median_ms / student_time.ms.median;
+      record["ratio"] = reference.median_ms() / student_time.ms.median;
     }
   } catch (const std::exception& error) {
     student_error = error.what();

@@ -80,6 +80,15 @@ struct RemoteTiming {
 };
 RemoteTiming*& current_remote_timing();
 
+// Makes `timing` the current one for its lifetime (exceptions included).
+class RemoteTimingScope {
+public:
+  explicit RemoteTimingScope(RemoteTiming& timing) { current_remote_timing() = &timing; }
+  ~RemoteTimingScope() { current_remote_timing() = nullptr; }
+  RemoteTimingScope(const RemoteTimingScope&) = delete;
+  RemoteTimingScope& operator=(const RemoteTimingScope&) = delete;
+};
+
 template <class T>
 wire::Argument encode_argument(T value) {
   wire::Argument argument;

@@ -17,7 +17,7 @@ namespace labkit {
 struct TimingStats {
   SampleSummary ms;              // per-call milliseconds: the figure that is scored
   double sm_clock_mhz = 0;       // measured while timing, to spot a throttled GPU
-  bool off_stream_work = false;  // wall clock far above the event time in most samples: work on another stream
+  bool off_stream_work = false;  // in-process only: wall clock far above the events in most samples
   // A submission's call, timed in its own process (time_submission_call):
   bool remote = false;
   bool confirmed = true;         // its events agree with our clock
