@@ -261,7 +261,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       const std::string what = label(slot) + " run on GPU " + std::to_string(gpu);
       progress.begin(what);
       run_lab(slot.job, toolchain, options.grade, options.gpu_count > 1 ? gpu : -1, slot.result);
-      ++run_count;
+      run_count += slot.result.status != LabStatus::not_run;  // without a GPU nothing ran
       save(slot);
       slot.done = true;
       progress.finish(what, outcome_line(slot.result), true);

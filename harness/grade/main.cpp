@@ -131,7 +131,7 @@ int calibrate(const std::vector<grade::LabSpec>& labs, const grade::Toolchain& t
       status = exit_not_run;
     }
   }
-  std::printf("stored in %s\n", options.calibration_dir.c_str());
+  if (status == exit_all_passed) std::printf("stored in %s\n", options.calibration_dir.c_str());
   return status;
 }
 
