@@ -24,6 +24,14 @@ SampleSummary summarize(std::vector<double> samples) {
   return s;
 }
 
+double median_standard_error(std::vector<double> samples) {
+  if (samples.size() < 2) return 0;
+  const double median = summarize(samples).median;
+  for (double& x : samples) x = std::fabs(x - median);
+  const double sigma = 1.4826 * summarize(samples).median;  // MAD to a normal's sigma
+  return 1.2533 * sigma / std::sqrt(double(samples.size()));  // the median's efficiency
+}
+
 bool should_stop(const StoppingRule& rule, const SampleSummary& so_far, double elapsed_seconds) {
   if (so_far.count >= rule.max_samples) return true;
   if (so_far.count < rule.min_samples) return false;

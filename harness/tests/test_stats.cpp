@@ -15,6 +15,19 @@ TEST_SUITE("stats") {
     CHECK(s.relative_error == doctest::Approx(std::sqrt(5.0 / 3.0) / 2.0 / 2.5));
   }
 
+  TEST_CASE("the median's standard error shrinks with more samples and ignores a few wild ones") {
+    std::vector<double> jitter;
+    for (int i = 0; i < 16; ++i) jitter.push_back(i % 2 ? 1.0 : -1.0);  // MAD 1: sigma 1.4826
+    const double sixteen = labkit::median_standard_error(jitter);
+    CHECK(sixteen == doctest::Approx(1.2533 * 1.4826 / 4));
+    for (int i = 0; i < 48; ++i) jitter.push_back(i % 2 ? 1.0 : -1.0);
+    CHECK(labkit::median_standard_error(jitter) == doctest::Approx(sixteen / 2));
+    jitter[0] = -1e6;  // wild samples, one on each side
+    jitter[1] = 1e6;
+    CHECK(labkit::median_standard_error(jitter) == doctest::Approx(sixteen / 2));
+    CHECK(labkit::median_standard_error({3.0}) == 0);
+  }
+
   TEST_CASE("stopping rule: at least the minimum, then until 0.5% or a cap") {
     const labkit::StoppingRule rule;  // 0.5%, 10 samples, 2 s
     std::vector<double> steady(5, 1.0);

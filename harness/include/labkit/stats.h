@@ -18,6 +18,10 @@ struct SampleSummary {
 
 SampleSummary summarize(std::vector<double> samples);
 
+// The standard error of the samples' median, from their median absolute deviation: a few
+// wild samples (a host hiccup) do not widen it.
+double median_standard_error(std::vector<double> samples);
+
 struct StoppingRule {
   double target_relative_error = 0.005;  // stop once the mean is known to 0.5%...
   std::size_t min_samples = 10;          // ...but never on fewer samples than this

@@ -22,9 +22,12 @@ struct TimingStats {
   bool remote = false;
   bool confirmed = true;         // its events agree with our clock
   double reported_ms = 0;        // median of what its events said
-  double wall_ms = 0;            // median round trip on our clock
-  double overhead_ms = 0;        // the round trip of an empty call, from a host with no submission
+  double unexplained_ms = 0;     // median of our clock's bound less the events, per sample
 };
+
+// One round trip of an empty call through a host that runs no submission, beyond its device
+// time: what our clock sees of an honest call that its events do not.
+using RoundTripProbe = std::function<double()>;
 
 struct TimedCall {
   std::function<void(cudaStream_t)> launch;  // the call being timed
@@ -41,18 +44,24 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {});
 
 // Times a call that runs in the submission's process (labkit/remote.h). Its own events give
 // the precise figure, but that process is not trusted: our wall clock around each call, less
-// the round trip of an empty call (`overhead_ms`, measured with a host that runs no
-// submission), bounds it from below. A report below that bound is not confirmed, and the
-// bound is scored instead. Every sample's output is verified.
-TimingStats time_submission_call(const TimedCall& call, double overhead_ms, const StoppingRule& rule = {});
+// the median round trip of an empty call (`probe`, run just before each sample so that it
+// waits through the same verification and wakes as cold as the submission's process), bounds
+// it from below. A report below that bound is not confirmed, and the bound is scored instead.
+// Every sample's output is verified.
+TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, const StoppingRule& rule = {});
 
-// The slack allowed between a confirmed event time and our clock's bound: jitter of the
-// round trip, and a little for the submission's own launch work.
+// The slack allowed between a confirmed event time and our clock's bound, beyond two
+// standard errors of the measured gap: a little for the submission's own launch work.
 inline double confirmation_slack_ms(double reported_ms) { return 0.010 + 0.05 * reported_ms; }
 
+// How well the gap between our clock and the events must be known before timing stops (two
+// standard errors): the round trip of a process that slept through verification jitters by
+// tens of microseconds, so a short call needs many samples to be confirmed or refuted.
+inline double confirmation_precision_ms(double reported_ms) { return 0.005 + 0.025 * reported_ms; }
+
 // What every timed sample starts with, untimed: an L2 flush, a reset of persisting lines,
-// and the whole device idle. The round-trip probe does the same, so the GPU's switch from our
-// context to the host's is part of both.
+// and the whole device idle. Then the round-trip probe, then the timed call: each starts with
+// the GPU switching to another process's context.
 void prepare_device_for_sample();
 
 inline double gigabytes_per_second(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
