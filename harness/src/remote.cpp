@@ -236,6 +236,9 @@ RemoteTiming*& current_remote_timing() {
 }
 
 wire::Reply call_in_host(HostProcess& host, wire::Request& request) {
+  // The host works in its own CUDA context, unordered with ours: the uploads and poisoning
+  // (cudaMemsetAsync on the legacy stream) still queued here must end before it starts.
+  CUDA_CHECK(cudaDeviceSynchronize());
   RemoteTiming* timing = current_remote_timing();
   request.timed = timing != nullptr;
   const wire::Reply reply = host.request(request);

@@ -146,7 +146,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
   EventPair events;
 
   for (int warmup = 0; warmup < 2; ++warmup) {
-    if (call.prepare) call.prepare(-1 - warmup);
+    prepare_sample(call, -1 - warmup);  // its poisoning (legacy stream) ends before the launch
     call.launch(stream);
     CUDA_CHECK_KERNELS(stream);
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -200,7 +200,7 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     return timing;
   };
   for (int warmup = 0; warmup < 2; ++warmup) {
-    if (call.prepare) call.prepare(-1 - warmup);
+    prepare_sample(call, -1 - warmup);
     probe();
     measure_one(-1 - warmup);
   }
