@@ -3,15 +3,16 @@
 //
 //   1. predicate: flag[i] = 1 if in[i] > 0, else 0
 //   2. scan:      the inclusive scan of the flags gives, for every kept element, its place
-//                 in the output plus one (the chapter's global scan: scan each block of
-//                 2048, scan the block sums the same way, add them back)
+//                 in the output plus one (the chapter's scan: one block of 2048 elements)
 //   3. pack:      every kept element goes to out[scan[i] - 1]; the last scan value is the
 //                 count. The split puts each other element after all the kept ones.
 //
-// As in the chapter, the flags and their scan are floats. That is right while every address
-// is below 2^24 = 16777216 and silently wrong above: a float has 24 significant bits, so
-// 16777217 rounds to 16777216 and two elements land on one slot while another slot stays
-// empty. The README shows how to fix that, and then how to do the whole thing in one pass.
+// It has the chapter's two limits. Its scan is one block, so only the first 2048 elements
+// are looked at: lab 06 showed how to scan any n. And the flags and their scan are floats,
+// which is right while every address is below 2^24 = 16777216 and silently wrong above: a
+// float has 24 significant bits, so 16777217 rounds to 16777216 and two elements land on one
+// slot while another slot stays empty. The README shows how to fix both, and then how to do
+// the whole thing in one pass.
 #include "compact.h"
 
 namespace {
@@ -24,9 +25,9 @@ __global__ void predicate_kernel(const float* in, size_t n, float* flags) {
   if (i < n) flags[i] = in[i] > 0.f ? 1.f : 0.f;
 }
 
-// The chapter's Blelloch scan of one block of 2048 elements (inclusive), in place when
-// in == out; block b's total goes to block_sums[b] when block_sums is given.
-__global__ void scan_block_kernel(const float* in, size_t n, float* out, float* block_sums) {
+// The chapter's Blelloch scan of one block of up to 2048 elements (inclusive), in place
+// when in == out.
+__global__ void scan_block_kernel(const float* in, size_t n, float* out) {
   __shared__ float s_buffer[block_items];
   const int tid = threadIdx.x;
   const size_t base = size_t(blockIdx.x) * block_items;
@@ -48,33 +49,10 @@ __global__ void scan_block_kernel(const float* in, size_t n, float* out, float* 
   __syncthreads();
   if (first < n) out[first] = s_buffer[tid];
   if (second < n) out[second] = s_buffer[tid + BLOCK_DIM];
-  if (block_sums != nullptr && tid == 0) block_sums[blockIdx.x] = s_buffer[block_items - 1];
 }
 
-// Block b > 0 adds the scanned total of blocks 0..b-1 to its elements.
-__global__ void add_block_offsets_kernel(float* out, size_t n, const float* scanned_block_sums) {
-  const size_t block = size_t(blockIdx.x) + 1;
-  const float offset = scanned_block_sums[block - 1];
-  const size_t end = min(n, (block + 1) * block_items);
-  for (size_t i = block * block_items + threadIdx.x; i < end; i += BLOCK_DIM) out[i] += offset;
-}
-
-size_t blocks_for(size_t n) { return (n + block_items - 1) / block_items; }
-
-// The chapter's global scan, in float: scan blocks, scan their sums (recursively), add back.
-void global_scan(float* data, size_t n, float* scratch, cudaStream_t stream) {
-  const size_t blocks = blocks_for(n);
-  scan_block_kernel<<<unsigned(blocks), BLOCK_DIM, 0, stream>>>(data, n, data, blocks > 1 ? scratch : nullptr);
-  if (blocks == 1) return;
-  global_scan(scratch, blocks, scratch + blocks, stream);
-  add_block_offsets_kernel<<<unsigned(blocks - 1), BLOCK_DIM, 0, stream>>>(data, n, scratch);
-}
-
-size_t scratch_floats(size_t n) {
-  size_t floats = n;  // the flags, scanned in place
-  for (size_t level = blocks_for(n); level > 1; level = blocks_for(level)) floats += level;
-  return floats + 1;
-}
+// The chapter's scan covers one block: n is cut to 2048 elements before anything runs.
+size_t chapter_limit(size_t n) { return n < size_t(block_items) ? n : size_t(block_items); }
 
 // Pack: kept element i goes to out[scan[i] - 1]; the last thread writes the count.
 __global__ void compact_scatter_kernel(const float* in, size_t n, const float* scan, float* out, size_t* count) {
@@ -102,9 +80,9 @@ unsigned grid_for(size_t n) { return unsigned((n + threads - 1) / threads); }
 // Steps 1 and 2, into a scratch buffer the caller frees.
 float* flags_scanned(const float* d_in, size_t n, cudaStream_t stream) {
   float* scratch = nullptr;
-  if (cudaMallocAsync(&scratch, scratch_floats(n) * sizeof(float), stream) != cudaSuccess) return nullptr;
+  if (cudaMallocAsync(&scratch, n * sizeof(float), stream) != cudaSuccess) return nullptr;
   predicate_kernel<<<grid_for(n), threads, 0, stream>>>(d_in, n, scratch);
-  global_scan(scratch, n, scratch + n, stream);
+  scan_block_kernel<<<1, BLOCK_DIM, 0, stream>>>(scratch, n, scratch);
   return scratch;
 }
 
@@ -115,6 +93,7 @@ extern "C" void compact_positive(const float* d_in, size_t n, float* d_out, size
     cudaMemsetAsync(d_count, 0, sizeof(size_t), stream);
     return;
   }
+  n = chapter_limit(n);
   float* scan = flags_scanned(d_in, n, stream);
   if (scan == nullptr) return;  // the CUDA error stays visible to the caller
   compact_scatter_kernel<<<grid_for(n), threads, 0, stream>>>(d_in, n, scan, d_out, d_count);
@@ -123,6 +102,7 @@ extern "C" void compact_positive(const float* d_in, size_t n, float* d_out, size
 
 extern "C" void split_positive(const float* d_in, size_t n, float* d_out, cudaStream_t stream) {
   if (n == 0) return;
+  n = chapter_limit(n);
   float* scan = flags_scanned(d_in, n, stream);
   if (scan == nullptr) return;
   split_scatter_kernel<<<grid_for(n), threads, 0, stream>>>(d_in, n, scan, d_out);

@@ -213,7 +213,9 @@ std::string diagnose_placement(const Bits& expected, const Bits& actual, size_t 
   const size_t boundary = chunk_boundary(previous, source);
   if (boundary == 0) return "";
   const bool rest_unwritten = all_poison_from(actual, wrong);
-  if (boundary == chapter_block && rest_unwritten)
+  // Compaction leaves everything after the first block's kept elements unwritten; a split
+  // also places the first block's others, so there nothing is written from d_out[2048] on.
+  if (boundary == chapter_block && (rest_unwritten || all_poison_from(actual, chapter_block)))
     return "only the first 2048 elements were compacted: the scan covers one block (the chapter's single block of "
            "2 x BLOCK_DIM elements; scan each block, scan the block sums, add them back, or see the README's "
            "one-pass version)";
