@@ -37,9 +37,11 @@ double seconds_since(Clock::time_point start) {
 
 using labkit::hash_bytes;
 
+}  // namespace
+
 // What a saved result depends on: the student's files, the lab's checks, reference, dataset
 // and rubric, and the grading options. Any change means grading again.
-std::string fingerprint(const LabJob& job, const Toolchain& tc, const GradeOptions& options) {
+std::string result_fingerprint(const LabJob& job, const Toolchain& tc, const GradeOptions& options) {
   const LabSpec& lab = *job.lab;
   const fs::path build_labs = fs::path(tc.build_root) / "labs";
   std::uint64_t h = hash_bytes(std::to_string(options.seed) + (options.performance ? "+perf" : "-perf"));
@@ -55,6 +57,25 @@ std::string fingerprint(const LabJob& job, const Toolchain& tc, const GradeOptio
   return labkit::hex(h);
 }
 
+bool load_saved_result(const std::string& path, const std::string& fingerprint, LabResult& result) {
+  std::ifstream in(path);
+  if (!in) return false;
+  const json saved = json::parse(in, nullptr, false);
+  if (saved.is_discarded() || saved.value("fingerprint", "") != fingerprint) return false;
+  result = lab_from_json(saved["result"]);
+  return true;
+}
+
+void save_result(const std::string& path, const std::string& fingerprint, const LabResult& result) {
+  const json saved = {{"fingerprint", fingerprint}, {"result", to_json(result)}};
+  // Logs are cut to their tail, maybe inside a character (an accented name in a path): not
+  // valid UTF-8, which would make dump() throw and end the whole batch.
+  std::ofstream(path + ".tmp") << saved.dump(-1, ' ', false, json::error_handler_t::replace);
+  fs::rename(path + ".tmp", path);  // whole or not at all, even if interrupted
+}
+
+namespace {
+
 struct Slot {
   LabJob job;
   std::string fingerprint;
@@ -62,25 +83,11 @@ struct Slot {
   bool done = false;
 };
 
-fs::path saved_result_path(const Slot& slot) { return fs::path(slot.job.work_dir) / "result.json"; }
+std::string saved_result_path(const Slot& slot) { return saved_result_file(slot.job.work_dir); }
 
-bool load_saved(Slot& slot) {
-  std::ifstream in(saved_result_path(slot));
-  if (!in) return false;
-  const json saved = json::parse(in, nullptr, false);
-  if (saved.is_discarded() || saved.value("fingerprint", "") != slot.fingerprint) return false;
-  slot.result = lab_from_json(saved["result"]);
-  return true;
-}
+bool load_saved(Slot& slot) { return load_saved_result(saved_result_path(slot), slot.fingerprint, slot.result); }
 
-void save(const Slot& slot) {
-  const json saved = {{"fingerprint", slot.fingerprint}, {"result", to_json(slot.result)}};
-  const fs::path path = saved_result_path(slot);
-  // Logs are cut to their tail, maybe inside a character (an accented name in a path): not
-  // valid UTF-8, which would make dump() throw and end the whole batch.
-  std::ofstream(path.string() + ".tmp") << saved.dump(-1, ' ', false, json::error_handler_t::replace);
-  fs::rename(path.string() + ".tmp", path);  // whole or not at all, even if interrupted
-}
+void save(const Slot& slot) { save_result(saved_result_path(slot), slot.fingerprint, slot.result); }
 
 // A blocking queue of slot indices for the GPU workers.
 class RunQueue {
@@ -223,7 +230,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
         continue;
       }
       LabJob job{&lab, s.who, find_student_dir(lab, s.base), (fs::path(options.work_dir) / s.who / lab.dir).string()};
-      slots.push_back({job, fingerprint(job, toolchain, options.grade)});
+      slots.push_back({job, result_fingerprint(job, toolchain, options.grade)});
     }
 
   Progress progress(slots.size(), options.progress);

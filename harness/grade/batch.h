@@ -41,6 +41,14 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions,
                                 const std::vector<LabSpec>& labs, const Toolchain& toolchain,
                                 const BatchOptions& options);
 
+// A lab-submission's saved result: work_dir/result.json, with the fingerprint of what it
+// depends on (the student's files, the lab's checks, reference, dataset and rubric, the seed);
+// the Slurm path (slurm.h) reads and writes the same files.
+std::string result_fingerprint(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options);
+inline std::string saved_result_file(const std::string& work_dir) { return work_dir + "/result.json"; }
+bool load_saved_result(const std::string& path, const std::string& fingerprint, LabResult& result);
+void save_result(const std::string& path, const std::string& fingerprint, const LabResult& result);
+
 // GPUs this machine has (nvidia-smi -L), or CUDA_VISIBLE_DEVICES' count when set; at least 1.
 int count_gpus();
 

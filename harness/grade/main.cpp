@@ -6,6 +6,7 @@
 #include "exports.h"
 #include "grader.h"
 #include "model.h"
+#include "slurm.h"
 
 #include "labkit/generators.h"
 
@@ -68,7 +69,7 @@ void list_labs(const std::vector<grade::LabSpec>& labs) {
 // The instructor's secret (LABKIT_SECRET, or the file --secret-file names) changes every
 // input the students' code sees, so outputs hard-coded from the public seeds fail. Child
 // processes never see it, only the seed derived from it.
-std::uint64_t secret_seed(const std::string& secret_file) {
+std::string read_secret(const std::string& secret_file) {
   std::string secret;
   if (!secret_file.empty()) {
     std::ifstream in(secret_file);
@@ -77,6 +78,11 @@ std::uint64_t secret_seed(const std::string& secret_file) {
   } else if (const char* from_environment = std::getenv("LABKIT_SECRET")) {
     secret = from_environment;
   }
+  return secret;
+}
+
+std::uint64_t secret_seed(const std::string& secret_file) {
+  const std::string secret = read_secret(secret_file);
   std::uint64_t h = 0;
   for (unsigned char c : secret) h = labkit::splitmix64(h ^ c);
   return h;
@@ -180,9 +186,35 @@ int main(int argc, char** argv) {
       "calibrate", "time the reference solutions afresh and keep the times for later runs on this GPU (needs a GPU)");
   calibrate_command->add_option("labs", lab_keys, "the labs (default: all)");
   calibrate_command->fallthrough();
+  // A class on a Slurm cluster (slurm.h, grading/slurm/README.md).
+  bool use_slurm = false;
+  grade::slurm::SlurmOptions slurm;
+  app.add_flag("--slurm", use_slurm,
+               "with --submissions: compile here, run the labs as Slurm job arrays, collect in a dependent job");
+  app.add_option("--partition", slurm.partition, "Slurm partition for the jobs")->group("Slurm");
+  app.add_option("--gres", slurm.gres, "GPU request per task, scaled to a lab's GPUs (default gpu:1; none: no gres)")
+      ->group("Slurm");
+  app.add_option("--array-limit", slurm.array_limit, "tasks of an array running at once (default: no limit)")
+      ->group("Slurm");
+  app.add_option("--shard-size", slurm.shard_size, "lab-submissions per task (default 4)")->group("Slurm");
+  app.add_option("--sbatch-option", slurm.sbatch_options, "passed to every job, e.g. --sbatch-option=--account=X")
+      ->group("Slurm");
+  CLI::App* collect_command = app.add_subcommand(
+      "collect", "write the gradebook and reports of DIR's submissions from saved results (after --slurm)");
+  collect_command->add_option("dir", submissions_dir, "the submissions folder")->required()->check(CLI::ExistingDirectory);
+  collect_command->add_option("labs", lab_keys, "the labs (default: all)");
+  std::string task_plan, task_array;
+  int task_index = -1;
+  CLI::App* task_command = app.add_subcommand("slurm-task", "one task of a --slurm job array (run by Slurm)");
+  task_command->group("");
+  task_command->add_option("plan", task_plan)->required();
+  task_command->add_option("array", task_array)->required();
+  task_command->add_option("task", task_index)->required();
   // Flags may come before or after the subcommand: `grade lab 01 --solution` works too.
   lab_command->fallthrough();
   all_command->fallthrough();
+  collect_command->fallthrough();
+  task_command->fallthrough();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -198,7 +230,7 @@ int main(int argc, char** argv) {
       return grade::export_case(grade::find_lab(catalog, export_lab), export_case, toolchain, seed, out.string());
     }
     std::vector<grade::LabSpec> chosen;
-    if (lab_command->parsed() || (calibrate_command->parsed() && !lab_keys.empty()))
+    if (lab_command->parsed() || ((calibrate_command->parsed() || collect_command->parsed()) && !lab_keys.empty()))
       for (const std::string& key : lab_keys) chosen.push_back(grade::find_lab(catalog, key));
     else
       chosen = catalog;
@@ -212,14 +244,36 @@ int main(int argc, char** argv) {
     const fs::path reports_root = fs::path(toolchain.source_root) / "grading" / "reports";
     grade::stop_children_on_interrupt();
 
+    if (task_command->parsed() && submissions_dir.empty())
+      throw std::invalid_argument("slurm-task needs --submissions DIR (the job script passes it)");
     if (!submissions_dir.empty()) {
       const fs::path name = fs::path(submissions_dir).lexically_normal().filename();
       const fs::path out = out_dir.empty() ? reports_root / name : fs::path(out_dir);
       options.work_dir = (fs::path(toolchain.build_root) / "grade" / "batch" / name).string();
       options.reuse_saved = !fresh;
+      // After --slurm, collect finds the secret where the submit left it.
+      if (const fs::path kept = out / "slurm" / "secret";
+          collect_command->parsed() && secret_file.empty() && !std::getenv("LABKIT_SECRET") && fs::exists(kept))
+        options.grade.seed = labkit::mix_seeds(seed, secret_seed(kept.string()));
       const auto submissions = grade::find_submissions(submissions_dir);
+      if (task_command->parsed())
+        return grade::slurm::run_task(task_plan, task_array, task_index, submissions, catalog, toolchain, options);
+      if (use_slurm) {
+        std::vector<std::string> grading_args = {"--seed", std::to_string(seed)};
+        if (skip_performance) grading_args.push_back("--no-performance");
+        if (time_limit > 0) grading_args.insert(grading_args.end(), {"--time-limit", std::to_string(time_limit)});
+        if (retime_reference) grading_args.push_back("--retime-reference");
+        const grade::slurm::ScriptContext context{
+            (fs::path(toolchain.build_root) / "harness" / "grade" / "labkit-grade").string(),
+            fs::absolute(submissions_dir).lexically_normal().string(), fs::absolute(out).lexically_normal().string(),
+            {}, {}, grading_args, lab_command->parsed() ? lab_keys : std::vector<std::string>{}};
+        if (grade::slurm::submit({submissions, chosen, toolchain, options, slurm, context, read_secret(secret_file)}) > 0)
+          return exit_all_passed;  // the collect job writes the gradebook
+      }
       const auto started = std::chrono::steady_clock::now();
-      const auto reports = grade::grade_batch(submissions, chosen, toolchain, options);
+      const auto reports = use_slurm || collect_command->parsed()
+                               ? grade::slurm::collect(submissions, chosen, toolchain, options)
+                               : grade::grade_batch(submissions, chosen, toolchain, options);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       grade::write_batch_outputs(reports, chosen, out.string());
       print_batch_summary(reports, seconds, grade::graded_this_run(), out);
