@@ -3,9 +3,10 @@
 # timing entries) plus honest submissions (the reference solutions and the starters), graded
 # with performance on, then graded again with --fresh. Prints the batch rate of each pass and
 # the verdicts that flipped between them (grading/compare-verdicts.py).
-#   bash grading/batch-benchmark.sh [GRADE] [PASSES]
+#   [LABS="01 02"] bash grading/batch-benchmark.sh [GRADE] [PASSES]
 # GRADE: the grader (default: ./grade); PASSES: "first second" (default), or one of them, to
-# spread the passes over two sessions (compare the students/ folders afterwards).
+# spread the passes over two sessions (compare the students/ folders afterwards); LABS: grade
+# only these labs (default: all).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 grade="${1:-$root/grade}"
@@ -24,9 +25,11 @@ for lab in "$root"/labs/[0-9][0-9]-*/; do
   done
 done
 echo "class: $(ls "$class" | wc -l) submissions in $class"
+which=(all)
+[[ -n "${LABS:-}" ]] && read -ra which <<<"lab $LABS"
 for pass in ${2:-first second}; do
   echo "=== $pass pass"
-  "$grade" all --submissions "$class" --fresh --out "$out/$pass" >"$out/$pass.log" 2>&1
+  "$grade" "${which[@]}" --submissions "$class" --fresh --out "$out/$pass" >"$out/$pass.log" 2>&1
   grep -E "batch rate|lab-submissions graded" "$out/$pass.log"
 done
 [[ -d "$out/first/students" && -d "$out/second/students" ]] &&

@@ -233,6 +233,8 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       slots.push_back({job, result_fingerprint(job, toolchain, options.grade)});
     }
 
+  GradeOptions grading = options.grade;
+  if (options.runs_per_gpu > 1) grading.gpu_lock_dir = options.work_dir;
   Progress progress(slots.size(), options.progress);
   RunQueue run_queue;
   std::atomic<std::size_t> next_build{0};
@@ -267,7 +269,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       Slot& slot = slots[i];
       const std::string what = label(slot) + " run on GPU " + std::to_string(gpu);
       progress.begin(what);
-      run_lab(slot.job, toolchain, options.grade, options.gpu_count > 1 ? gpu : -1, slot.result);
+      run_lab(slot.job, toolchain, grading, options.gpu_count > 1 ? gpu : -1, slot.result);
       run_count += slot.result.status != LabStatus::not_run;  // without a GPU nothing ran
       save(slot);
       slot.done = true;
@@ -284,7 +286,8 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
   });
   std::vector<std::thread> builders, gpus;
   for (int w = 0; w < std::max(1, options.build_workers); ++w) builders.emplace_back(builder);
-  for (int g = 0; g < std::max(1, options.gpu_count); ++g) gpus.emplace_back(gpu_worker, g);
+  const int gpu_count = std::max(1, options.gpu_count);
+  for (int w = 0; w < gpu_count * std::max(1, options.runs_per_gpu); ++w) gpus.emplace_back(gpu_worker, w % gpu_count);
   for (auto& t : builders) t.join();
   run_queue.close();
   for (auto& t : gpus) t.join();

@@ -205,6 +205,9 @@ RunOutcome run_checks(const RunContext& context, const std::vector<std::string>&
   ChildRequest request{argv, {{"LABKIT_RUN_SEED", std::to_string(options.seed)}}, {"LABKIT_SECRET"},
                        (lab_work / log_name).string(), {}, true, token};
   if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
+  if (!options.gpu_lock_dir.empty())
+    request.environment["LABKIT_GPU_LOCK"] =
+        (fs::path(options.gpu_lock_dir) / ("gpu-" + std::to_string(std::max(gpu, 0)) + ".lock")).string();
   RunOutcome run;
   run.child = run_child(request, {wall_seconds, 2 * wall_seconds});
   run.reports = parse_reports(run.child.result_lines, token);

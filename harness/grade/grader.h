@@ -25,6 +25,7 @@ struct GradeOptions {
   bool performance = true;  // run the performance cases
   int time_limit_seconds = 0;  // overrides every lab's rubric when positive
   std::string calibration_dir;  // reference timings kept between runs (empty: time them every run)
+  std::string gpu_lock_dir;     // where each GPU's lock lives when labs share a GPU (empty: they do not)
 };
 
 // One lab of one submission.

@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> lab_keys;
   std::string submissions_dir, out_dir, secret_file;
   int jobs = std::max(1u, std::thread::hardware_concurrency());
-  int gpus = 0, time_limit = 0;
+  int gpus = 0, time_limit = 0, runs_per_gpu = 2;
   app.add_flag("--solution", solution, "grade the reference solutions instead of the student files");
   app.add_flag("--json", as_json, "print the report as JSON instead of text");
   app.add_flag("--list", list, "list the labs and exit");
@@ -163,6 +163,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_dir, "where a batch's gradebook goes (default grading/reports/<DIR's name>)");
   app.add_option("--jobs", jobs, "compiles in parallel (default: the CPU cores)");
   app.add_option("--gpus", gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
+  app.add_option("--runs-per-gpu", runs_per_gpu,
+                 "with --submissions: labs checked at once on each GPU (default 2; timing always has the GPU alone)");
   app.add_option("--secret-file", secret_file, "instructor secret mixed into every seed (or set LABKIT_SECRET)");
   app.add_option("--time-limit", time_limit, "seconds each lab's checks may run (default: the lab's rubric)");
   app.add_flag("--fresh", fresh, "grade a batch again even where nothing changed");
@@ -241,6 +243,7 @@ int main(int argc, char** argv) {
     if (calibrate_command->parsed()) return calibrate(chosen, toolchain, options.grade);
     options.build_workers = jobs;
     options.gpu_count = gpus > 0 ? gpus : grade::count_gpus();
+    options.runs_per_gpu = runs_per_gpu;
     const fs::path reports_root = fs::path(toolchain.source_root) / "grading" / "reports";
     grade::stop_children_on_interrupt();
 

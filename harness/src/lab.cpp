@@ -9,8 +9,12 @@
 #include "labkit/results.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -237,9 +241,31 @@ void run_case(const Case& c, const std::function<void()>& body) {
   }
 }
 
+// The grader may run several labs on one GPU at once (LABKIT_GPU_LOCK names that GPU's lock
+// file). Checking correctness shares the GPU; timing must have it alone. So a runner holds the
+// lock shared from its start and exclusive from its first timed case to its end, and a
+// runner that waits for it exclusive has given up its shared hold first (flock converts by
+// unlocking), so two runners never wait for each other.
+static int gpu_lock_fd() {
+  static const int fd = [] {
+    const char* path = std::getenv("LABKIT_GPU_LOCK");
+    return path != nullptr ? ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+  }();
+  return fd;
+}
+
+static void hold_gpu(int how) {
+  if (gpu_lock_fd() < 0) return;
+  while (::flock(gpu_lock_fd(), how) != 0 && errno == EINTR) {
+  }
+}
+
 bool timing_wanted(const Case& c) {
   const RunnerState& s = state();
-  if (s.options.calibrate || s.options.time_failed || s.correctness_failures == 0) return true;
+  if (s.options.calibrate || s.options.time_failed || s.correctness_failures == 0) {
+    static const bool alone = (hold_gpu(LOCK_EX), true);
+    return alone;
+  }
   const std::string why = "not timed: " + std::to_string(s.correctness_failures) + " correctness case(s) failed";
   emit_result({{"type", "performance"}, {"case", c.name}, {"skipped", why}});
   std::printf("[%7.2f s] %-24s %s\n", seconds_running(), c.name.c_str(), why.c_str());
@@ -404,6 +430,7 @@ int main(int argc, char** argv) {
   using namespace labkit;
   seconds_running();
   open_result_channel_from_environment();
+  hold_gpu(LOCK_SH);  // before this process does anything on the GPU
   RunnerArguments args = parse_arguments(argc, argv);
   doctest::Context context(int(args.doctest_argv.size()), args.doctest_argv.data());
   if (args.listing_only) return context.run();
