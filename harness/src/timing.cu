@@ -229,7 +229,10 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
   stats.remote = true;
   stats.reported_ms = stats.ms.median;  // the loop ends right after summarising `reported`
   stats.unexplained_ms = summarize(unexplained).median;
-  const double allowed = confirmation_slack_ms(stats.reported_ms) + 2 * median_standard_error(unexplained);
+  // Noise widens the allowance only up to twice the precision sampling aims for: a submission
+  // that scatters its reported times on purpose gains no more than that.
+  const double noise = std::min(2 * median_standard_error(unexplained), 2 * confirmation_precision_ms(stats.reported_ms));
+  const double allowed = confirmation_slack_ms(stats.reported_ms) + noise;
   stats.confirmed = stats.unexplained_ms <= allowed;
   if (!stats.confirmed) stats.ms = summarize(bound);
   stats.sm_clock_mhz = measure_sm_clock_mhz();
