@@ -1,5 +1,7 @@
 #include "exports.h"
 
+#include "report_html.h"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -125,6 +127,7 @@ void write_batch_outputs(const std::vector<Report>& reports, const std::vector<L
     const auto replace = json::error_handler_t::replace;
     write_text(out / "students" / (report.who + ".json"), to_json(report).dump(2, ' ', false, replace));
     write_text(out / "students" / (report.who + ".md"), to_markdown(report, false));
+    write_text(out / "students" / (report.who + ".html"), to_html(report, labs, false));
     write_text(out / "gradescope" / report.who / "results.json",
                gradescope_results(report).dump(2, ' ', false, replace));
   }

@@ -22,8 +22,8 @@ nlohmann::json gradescope_results(const Report& report);
 // JUnit XML: a test suite per student and lab, a test case per case.
 std::string junit_xml(const std::vector<Report>& reports);
 
-// Writes gradebook.csv, junit.xml, and per student: students/WHO.{json,md} (the Markdown
-// without hidden cases' details, for handing back) and gradescope/WHO/results.json.
+// Writes gradebook.csv, junit.xml, and per student: students/WHO.{json,md,html} (Markdown
+// and HTML without hidden cases' details, for handing back) and gradescope/WHO/results.json.
 void write_batch_outputs(const std::vector<Report>& reports, const std::vector<LabSpec>& labs,
                          const std::string& out_dir);
 

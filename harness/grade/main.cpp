@@ -6,6 +6,7 @@
 #include "exports.h"
 #include "grader.h"
 #include "model.h"
+#include "report_html.h"
 #include "slurm.h"
 
 #include "labkit/generators.h"
@@ -295,10 +296,11 @@ int main(int argc, char** argv) {
     report.mode = solution ? "reference solutions" : "student files";
     write_file(reports_root / (who + ".json"), grade::to_json(report).dump(2));
     write_file(reports_root / (who + ".md"), grade::to_markdown(report, true));
+    write_file(reports_root / (who + ".html"), grade::to_html(report, chosen, true));
     if (as_json)
       std::cout << grade::to_json(report).dump(2) << "\n";
     else
-      std::cout << grade::to_text(report, true) << "\nReports: " << (reports_root / who).string() << ".{json,md}\n";
+      std::cout << grade::to_text(report, true) << "\nReports: " << (reports_root / who).string() << ".{json,md,html}\n";
     return exit_status(report);
   } catch (const std::exception& error) {
     std::cerr << "grade: the kit failed: " << error.what() << "\n";

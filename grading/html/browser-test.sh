@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The HTML report in a real browser: render the fixture's report (sample-report.json) with
+# headless Chromium, assert on the rendered DOM's text, and keep a screenshot to look at.
+#   browser-test.sh RENDER_REPORT_HTML SOURCE_ROOT OUT_DIR
+# Exit 77 (skipped) when Chromium is not installed.
+set -euo pipefail
+render=$1 source_root=$2 out=$3
+
+browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+if [[ -z $browser ]]; then
+  echo "skipped: no chromium on PATH (Debian: apt-get install chromium)"
+  exit 77
+fi
+
+mkdir -p "$out"
+html=$out/sample-report.html
+"$render" "$source_root" "$source_root/grading/html/sample-report.json" "$html"
+
+# A private profile, so a user's running Chromium or its lock is never touched.
+profile=$(mktemp -d)
+trap 'rm -rf "$profile"' EXIT
+flags=(--headless --disable-gpu --no-sandbox --no-first-run --hide-scrollbars --user-data-dir="$profile")
+timeout 60 "$browser" "${flags[@]}" --dump-dom "file://$html" >"$out/dom.html" 2>"$out/chromium.log"
+timeout 60 "$browser" "${flags[@]}" --screenshot="$out/sample-report.png" --window-size=1200,2000 \
+  "file://$html" >>"$out/chromium.log" 2>&1
+
+failures=0
+expect() {  # expect present|absent TEXT WHY
+  if grep -qF -- "$2" "$out/dom.html"; then found=present; else found=absent; fi
+  if [[ $found != "$1" ]]; then echo "FAIL: '$2' is $found in the rendered DOM ($3)"; failures=$((failures + 1)); fi
+}
+expect present 'Histogram with atomics and shared-memory privatization' 'lab title'
+expect present 'same-1000003' 'a correctness case'
+expect present 'uniform-1GiB' 'a performance case'
+expect present 'points curve' 'the points plot'
+expect present '58.8 / 200 points' 'the report total'
+expect present '&lt;script&gt;document.body.innerHTML' "the hint's <script> shown as text"
+expect absent '<script' 'no script element came from a hint'
+expect absent '<body>PWNED' 'the hostile script did not replace the page'
+expect absent '<title>PWNED' 'the hostile onerror did not run'
+[[ -s $out/sample-report.png ]] || { echo "FAIL: no screenshot was written"; failures=$((failures + 1)); }
+
+if ((failures > 0)); then
+  echo "chromium's log: $out/chromium.log"
+  exit 1
+fi
+echo "ok: rendered by $("$browser" --version 2>/dev/null || echo "$browser"); screenshot $out/sample-report.png"

@@ -1,0 +1,223 @@
+#include "report_html.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+using nlohmann::json;
+
+namespace grade {
+
+std::string html_escaped(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string format(const char* pattern, double a, double b = 0) {
+  char buffer[128];
+  std::snprintf(buffer, sizeof buffer, pattern, a, b);
+  return buffer;
+}
+
+constexpr const char* style = R"(
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1f2328;
+       background: #f6f8fa; margin: 0; }
+main { max-width: 960px; margin: 0 auto; padding: 24px; }
+h1 { font-size: 26px; margin: 0 0 4px; }
+h2 { font-size: 20px; margin: 0; }
+h3 { font-size: 16px; margin: 18px 0 8px; color: #57606a; text-transform: uppercase; letter-spacing: .04em; }
+.sub { color: #57606a; margin: 0 0 20px; }
+.lab { background: #fff; border: 1px solid #d0d7de; border-radius: 10px; padding: 20px 24px; margin: 20px 0; }
+.lab-head { display: flex; justify-content: space-between; align-items: baseline; gap: 16px; }
+.total { font-size: 22px; font-weight: 600; white-space: nowrap; }
+.meter { height: 8px; background: #eaeef2; border-radius: 4px; margin: 10px 0 12px; overflow: hidden; }
+.meter > div { height: 100%; background: #2da44e; }
+.badge { display: inline-block; padding: 1px 9px; border-radius: 999px; font-size: 12px; font-weight: 600;
+         white-space: nowrap; }
+.pass { background: #dafbe1; color: #1a7f37; }
+.fail { background: #ffebe9; color: #cf222e; }
+.none { background: #eaeef2; color: #57606a; }
+.note { color: #57606a; }
+table { border-collapse: collapse; width: 100%; }
+td, th { text-align: left; padding: 6px 8px; border-top: 1px solid #eaeef2; vertical-align: top; }
+th { font-size: 13px; color: #57606a; font-weight: 600; border-top: none; }
+td code, td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.msg { white-space: pre-wrap; word-break: break-word; }
+code, pre { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: 13px; }
+pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 10px; overflow-x: auto; }
+.perf { border-top: 1px solid #eaeef2; padding: 12px 0 4px; }
+.perf-head { display: flex; justify-content: space-between; align-items: baseline; }
+.plots { display: flex; flex-wrap: wrap; gap: 8px 32px; margin-top: 6px; }
+.plot-title { font-size: 13px; color: #57606a; margin: 6px 0 2px; }
+svg text { font: 12px system-ui, "DejaVu Sans", sans-serif; fill: #1f2328; }
+svg text.dim { fill: #57606a; }
+svg text.label { font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 4px; }
+)";
+
+std::string badge(const CaseResult& c) {
+  if (c.passed) return R"(<span class="badge pass">pass</span>)";
+  return c.ran ? R"(<span class="badge fail">fail</span>)" : R"(<span class="badge none">not run</span>)";
+}
+
+std::string visible_message(const CaseResult& c, bool show_hidden_details) {
+  if (!c.hidden || show_hidden_details || c.passed) return c.message;
+  return "hidden case: details are withheld";
+}
+
+// The SVG helper: horizontal bars on a common scale, each labelled and with its value.
+struct Bar {
+  std::string label;
+  double value;
+  std::string colour;
+  std::string value_text;
+};
+
+std::string svg_bars(const std::vector<Bar>& bars, double axis_max, const std::string& title) {
+  const int label_width = 80, bar_width = 220, row = 26, width = label_width + bar_width + 120;
+  std::ostringstream out;
+  out << "<div><div class=\"plot-title\">" << html_escaped(title) << "</div><svg width=\"" << width
+      << "\" height=\"" << bars.size() * row + 4 << "\" role=\"img\" aria-label=\"" << html_escaped(title) << "\">";
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const double length = axis_max > 0 ? std::clamp(bars[i].value / axis_max, 0.0, 1.0) * bar_width : 0;
+    const double y = double(i) * row + 4;
+    out << "<text x=\"0\" y=\"" << y + 14 << "\">" << html_escaped(bars[i].label) << "</text>"
+        << "<rect class=\"bar\" x=\"" << label_width << "\" y=\"" << y << "\" width=\"" << format("%.1f", length)
+        << "\" height=\"18\" rx=\"3\" fill=\"" << bars[i].colour << "\"/>"
+        << "<text class=\"dim\" x=\"" << format("%.1f", label_width + length + 6) << "\" y=\"" << y + 14 << "\">"
+        << html_escaped(bars[i].value_text) << "</text>";
+  }
+  out << "</svg></div>";
+  return out.str();
+}
+
+// Points against ratio: zero up to zero_credit_ratio, linear to full_credit_ratio, then flat;
+// the student's ratio and points marked on it.
+std::string svg_points_curve(const PerformanceRubric& rubric, double ratio, double points) {
+  const double left = 40, top = 12, plot_w = 340, plot_h = 110, width = left + plot_w + 20, height = top + plot_h + 34;
+  const double x_max = std::max({1.25 * rubric.full_credit_ratio, 1.1 * ratio, 0.01});
+  const double y_max = rubric.points > 0 ? rubric.points : 1;
+  auto x = [&](double r) { return format("%.1f", left + std::min(r, x_max) / x_max * plot_w); };
+  auto y = [&](double p) { return format("%.1f", top + plot_h - p / y_max * plot_h); };
+  std::ostringstream out;
+  out << "<div><div class=\"plot-title\">points curve: ratio = reference time / your time</div><svg width=\""
+      << width << "\" height=\"" << height << "\" role=\"img\" aria-label=\"points curve\">"
+      << "<line x1=\"" << left << "\" y1=\"" << y(0) << "\" x2=\"" << left + plot_w << "\" y2=\"" << y(0)
+      << "\" stroke=\"#d0d7de\"/><line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\""
+      << y(0) << "\" stroke=\"#d0d7de\"/>"
+      << "<text class=\"dim\" x=\"" << left - 6 << "\" y=\"" << y(y_max) << "\" text-anchor=\"end\" dy=\"4\">"
+      << format("%.0f", y_max) << "</text><text class=\"dim\" x=\"" << left - 6 << "\" y=\"" << y(0)
+      << "\" text-anchor=\"end\" dy=\"4\">0</text>";
+  for (double threshold : {rubric.zero_credit_ratio, rubric.full_credit_ratio})
+    out << "<line x1=\"" << x(threshold) << "\" y1=\"" << top << "\" x2=\"" << x(threshold) << "\" y2=\"" << y(0)
+        << "\" stroke=\"#d0d7de\" stroke-dasharray=\"3 3\"/><text class=\"dim\" x=\"" << x(threshold) << "\" y=\""
+        << top + plot_h + 16 << "\" text-anchor=\"middle\">" << format("%.2f", threshold) << "</text>";
+  out << "<text class=\"dim\" x=\"" << left + plot_w << "\" y=\"" << top + plot_h + 30
+      << "\" text-anchor=\"end\">ratio</text>"
+      << "<polyline class=\"curve\" fill=\"none\" stroke=\"#8c959f\" stroke-width=\"2\" points=\"" << x(0) << ","
+      << y(0) << " " << x(rubric.zero_credit_ratio) << "," << y(0) << " " << x(rubric.full_credit_ratio) << ","
+      << y(y_max) << " " << x(x_max) << "," << y(y_max) << "\"/>";
+  if (ratio > 0)
+    out << "<circle class=\"you\" cx=\"" << x(ratio) << "\" cy=\"" << y(points) << "\" r=\"6\" fill=\"#0969da\" "
+        << "stroke=\"#fff\" stroke-width=\"2\"/><text class=\"label\" x=\"" << x(ratio) << "\" y=\"" << y(points)
+        << "\" dy=\"" << (points > 0.6 * y_max ? 20 : -10) << "\" text-anchor=\""
+        << (ratio > 0.6 * x_max ? "end" : "start") << "\">you: ratio " << format("%.2f", ratio) << ", "
+        << format("%.1f points", points) << "</text>";
+  out << "</svg></div>";
+  return out.str();
+}
+
+const PerformanceRubric* find_rubric(const std::vector<LabSpec>& labs, const LabResult& lab, const std::string& name) {
+  for (const LabSpec& spec : labs)
+    if (spec.id == lab.id)
+      for (const PerformanceRubric& rubric : spec.performance)
+        if (rubric.case_name == name) return &rubric;
+  return nullptr;
+}
+
+void performance_case(std::ostringstream& out, const CaseResult& c, const PerformanceRubric* rubric) {
+  out << "<div class=\"perf\"><div class=\"perf-head\"><strong>" << html_escaped(c.name) << "</strong><span>"
+      << badge(c) << " " << format("%.1f / %.0f points", c.points, c.max_points) << "</span></div>";
+  if (!c.message.empty()) out << "<p class=\"msg note\">" << html_escaped(c.message) << "</p>";
+  const json& t = c.timing;
+  if (t.is_object() && t.contains("student") && t.contains("reference")) {
+    const json &student = t["student"], &reference = t["reference"];
+    std::vector<Bar> times = {{"yours", student.value("median_ms", 0.0), "#0969da", ""},
+                              {"reference", reference.value("median_ms", 0.0), "#8c959f", ""}};
+    if (t.contains("anchor") && t["anchor"].is_object())
+      times.push_back({t["anchor"].value("name", std::string("library")), t["anchor"].value("median_ms", 0.0),
+                       "#8250df", ""});
+    double slowest = 0;
+    for (Bar& bar : times) bar.value_text = format("%.4f ms", bar.value), slowest = std::max(slowest, bar.value);
+    const std::vector<Bar> bandwidth = {
+        {"yours", student.value("percent_of_peak", 0.0), "#0969da",
+         format("%.1f%% (%.0f GB/s)", student.value("percent_of_peak", 0.0), student.value("gbps", 0.0))},
+        {"reference", reference.value("percent_of_peak", 0.0), "#8c959f",
+         format("%.1f%% (%.0f GB/s)", reference.value("percent_of_peak", 0.0), reference.value("gbps", 0.0))}};
+    out << "<div class=\"plots\"><div>" << svg_bars(times, slowest, "median time (ms, shorter is faster)")
+        << svg_bars(bandwidth, 100, format("%% of measured read bandwidth (%.0f GB/s)", t.value("peak_read_gbps", 0.0)))
+        << "</div>";
+    if (rubric) out << svg_points_curve(*rubric, t.value("ratio", 0.0), c.points);
+    out << "</div>";
+  }
+  out << "</div>";
+}
+
+void lab_section(std::ostringstream& out, const LabResult& lab, const std::vector<LabSpec>& labs,
+                 bool show_hidden_details) {
+  const double share = lab.max_points > 0 ? 100 * lab.points / lab.max_points : 0;
+  out << "<section class=\"lab\"><div class=\"lab-head\"><h2>Lab " << html_escaped(lab.id) << " "
+      << html_escaped(lab.name) << ": " << html_escaped(lab.title) << "</h2><span class=\"total\">"
+      << format("%.1f / %.0f points", lab.points, lab.max_points) << "</span></div>"
+      << "<div class=\"meter\"><div style=\"width:" << format("%.1f", share) << "%\"></div></div>"
+      << "<p>status: <span class=\"badge "
+      << (lab.status == LabStatus::graded ? "pass" : lab.status == LabStatus::not_run ? "none" : "fail") << "\">"
+      << html_escaped(to_string(lab.status)) << "</span>";
+  if (lab.device.is_object() && lab.device.contains("name"))
+    out << " <span class=\"note\">on " << html_escaped(lab.device.value("name", std::string())) << "</span>";
+  out << "</p>";
+  if (!lab.note.empty()) out << "<p class=\"msg note\">" << html_escaped(lab.note) << "</p>";
+  if (lab.status == LabStatus::build_failed) out << "<pre>" << html_escaped(lab.build_log) << "</pre>";
+
+  out << "<h3>correctness</h3><table><tr><th>case</th><th>verdict</th><th>points</th><th>hint</th></tr>";
+  for (const CaseResult& c : lab.cases) {
+    if (c.kind != "correctness") continue;
+    out << "<tr><td><code>" << html_escaped(c.name) << "</code>"
+        << (c.hidden ? " <span class=\"note\">(hidden)</span>" : "")
+        << "</td><td>" << badge(c) << "</td><td class=\"num\">" << format("%.1f / %.1f", c.points, c.max_points)
+        << "</td><td class=\"msg\">" << html_escaped(visible_message(c, show_hidden_details)) << "</td></tr>";
+  }
+  out << "</table><h3>performance</h3>";
+  for (const CaseResult& c : lab.cases)
+    if (c.kind == "performance") performance_case(out, c, find_rubric(labs, lab, c.name));
+  out << "</section>";
+}
+
+}  // namespace
+
+std::string to_html(const Report& report, const std::vector<LabSpec>& labs, bool show_hidden_details) {
+  std::ostringstream out;
+  out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      << "<title>Grade report: " << html_escaped(report.who) << "</title><style>" << style << "</style></head>\n"
+      << "<body><main><h1>Grade report: " << html_escaped(report.who) << "</h1><p class=\"sub\">"
+      << html_escaped(report.mode) << " &middot; total <strong>"
+      << format("%.1f / %.0f points", report.points, report.max_points) << "</strong></p>\n";
+  for (const LabResult& lab : report.labs) lab_section(out, lab, labs, show_hidden_details);
+  out << "</main></body></html>\n";
+  return out.str();
+}
+
+}  // namespace grade

@@ -1,0 +1,23 @@
+// The HTML report: one self-contained file (inline CSS and SVG, no script, nothing fetched)
+// written beside the JSON and Markdown reports, from the same result model.
+#pragma once
+
+#include "catalog.h"
+#include "model.h"
+
+#include <string>
+#include <vector>
+
+namespace grade {
+
+// Text made safe for HTML element content and attribute values: & < > " ' become entities.
+std::string html_escaped(const std::string& text);
+
+// Per lab: status and total, each correctness case with its verdict and hint, and per
+// performance case three plots: your time beside the reference's (and the library anchor's,
+// when the runner's record has an "anchor": {"name", "median_ms"}), % of the GPU's measured
+// read bandwidth, and the points curve of the lab's rubric (`labs`, from lab.yaml) with your
+// ratio marked. Hidden cases' details follow the Markdown report's rule.
+std::string to_html(const Report& report, const std::vector<LabSpec>& labs, bool show_hidden_details);
+
+}  // namespace grade

@@ -1,0 +1,82 @@
+#include "catalog.h"
+#include "model.h"
+#include "report_html.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+namespace {
+
+// The fixture browser-test.sh renders too: lab 01 graded (a hostile hint, a hidden failure,
+// three timed cases, two with a library anchor) and lab 04 failed to build.
+grade::Report fixture_report() {
+  const auto saved = nlohmann::json::parse(std::ifstream(LABKIT_TEST_SOURCE_ROOT "/grading/html/sample-report.json"));
+  grade::Report report{saved.at("who"), saved.at("mode")};
+  for (const auto& lab : saved.at("labs")) report.labs.push_back(grade::lab_from_json(lab));
+  grade::add_totals(report);
+  return report;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_SUITE("report") {
+  TEST_CASE("html_escaped makes markup and quotes inert") {
+    CHECK(grade::html_escaped(R"(<script>alert("x" & 'y')</script>)") ==
+          "&lt;script&gt;alert(&quot;x&quot; &amp; &#39;y&#39;)&lt;/script&gt;");
+    CHECK(grade::html_escaped("plain text") == "plain text");
+  }
+
+  TEST_CASE("the HTML report is self-contained and escapes what a submission prints") {
+    const auto report = fixture_report();
+    const std::string html = grade::to_html(report, grade::load_catalog(LABKIT_TEST_SOURCE_ROOT), true);
+    CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+    CHECK_MESSAGE(html.find("<script") == std::string::npos, "a <script> in a hint must come out as text");
+    CHECK(html.find("<img") == std::string::npos);
+    CHECK(html.find("&lt;script&gt;document.body.innerHTML=&#39;PWNED&#39;&lt;/script&gt;") != std::string::npos);
+    CHECK(html.find("&lt;stdin&gt;") != std::string::npos);  // the build log is escaped too
+    for (const char* external : {"src=\"http", "href=\"http", "@import", "url("})
+      CHECK_MESSAGE(html.find(external) == std::string::npos, "fetches nothing: " << external);
+  }
+
+  TEST_CASE("every case and lab title appears, with badges and totals") {
+    const auto report = fixture_report();
+    const std::string html = grade::to_html(report, grade::load_catalog(LABKIT_TEST_SOURCE_ROOT), true);
+    for (const auto& lab : report.labs) {
+      CHECK_MESSAGE(html.find(grade::html_escaped(lab.title)) != std::string::npos, lab.title);
+      for (const auto& c : lab.cases) CHECK_MESSAGE(html.find(">" + c.name + "<") != std::string::npos, c.name);
+    }
+    CHECK(html.find("58.8 / 200 points") != std::string::npos);
+    CHECK(count(html, "badge pass\">pass") == 7);  // 4 correctness + 3 performance in lab 01
+    CHECK(count(html, "badge fail\">fail") == 2);
+    CHECK(count(html, "badge none\">not run") == 5);  // lab 04's cases
+  }
+
+  TEST_CASE("each timed case gets its bars and its points curve") {
+    const std::string html =
+        grade::to_html(fixture_report(), grade::load_catalog(LABKIT_TEST_SOURCE_ROOT), true);
+    // Per timed case: yours, reference (and CUB on two of them) for time; yours, reference for bandwidth.
+    CHECK(count(html, "<rect class=\"bar\"") == 3 * 4 + 2);
+    CHECK(count(html, ">CUB</text>") == 2);
+    CHECK(count(html, "<polyline class=\"curve\"") == 3);
+    CHECK(count(html, "<circle class=\"you\"") == 3);
+    CHECK(html.find("you: ratio 0.42, 7.6 points") != std::string::npos);
+    CHECK(html.find(">0.80</text>") != std::string::npos);  // lab 01's full_credit_ratio, from lab.yaml
+    CHECK(html.find("% of measured read bandwidth (3010 GB/s)") != std::string::npos);
+  }
+
+  TEST_CASE("a hidden case's hint is withheld from students but not instructors") {
+    const auto report = fixture_report();
+    const auto labs = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
+    CHECK(grade::to_html(report, labs, true).find("bin 0 expected 6710887") != std::string::npos);
+    const std::string handed_back = grade::to_html(report, labs, false);
+    CHECK(handed_back.find("bin 0 expected 6710887") == std::string::npos);
+    CHECK(handed_back.find("hidden case: details are withheld") != std::string::npos);
+  }
+}
