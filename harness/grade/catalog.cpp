@@ -29,6 +29,10 @@ LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
       lab.min_compute_capability = needs["compute_capability"].as<std::string>(lab.min_compute_capability);
       lab.min_gpus = needs["gpus"].as<int>(lab.min_gpus);
     }
+    if (const YAML::Node build = rubric["build"]) {
+      if (build["nvcc_flags"]) lab.nvcc_flags = build["nvcc_flags"].as<std::vector<std::string>>();
+      if (build["link"]) lab.link_libraries = build["link"].as<std::vector<std::string>>();
+    }
     lab.correctness_points = rubric["correctness"]["points"].as<double>();
     for (const auto& entry : rubric["performance"])
       lab.performance.push_back({entry["case"].as<std::string>(), entry["points"].as<double>(),

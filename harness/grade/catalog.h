@@ -24,6 +24,10 @@ struct LabSpec {
   int time_limit_seconds = 300;
   std::string min_compute_capability = "7.5";  // `requires:` in lab.yaml
   int min_gpus = 1;
+  // `build:` in lab.yaml: what compiling a submission needs beyond the kit's flags, e.g.
+  // {nvcc_flags: [-rdc=true], link: [cudadevrt]} for dynamic parallelism.
+  std::vector<std::string> nvcc_flags;      // added to the nvcc command line
+  std::vector<std::string> link_libraries;  // linked as -l<name>, after the sources
   double correctness_points = 0;
   std::vector<PerformanceRubric> performance;
 };

@@ -76,11 +76,13 @@ bool build_module(const LabSpec& lab, const std::string& student_dir, const Tool
   fs::create_directories(staged);
   std::vector<std::string> argv = {tc.nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3"};
   argv.insert(argv.end(), tc.cuda_flags.begin(), tc.cuda_flags.end());
+  argv.insert(argv.end(), lab.nvcc_flags.begin(), lab.nvcc_flags.end());  // lab.yaml `build:`
   argv.push_back("-I" + (fs::path(tc.source_root) / "labs" / lab.dir).string());
   for (const std::string& file : lab.student_files) {
     fs::copy_file(fs::path(student_dir) / file, staged / file, fs::copy_options::overwrite_existing);
     argv.push_back((staged / file).string());
   }
+  for (const std::string& library : lab.link_libraries) argv.push_back("-l" + library);
   argv.insert(argv.end(), {"-o", (lab_work / "module.so").string()});
 
   ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (lab_work / "build.log").string(), {}, false, {}};

@@ -36,6 +36,16 @@ TEST_SUITE("catalog") {
     }
   }
 
+  TEST_CASE("a lab's extra build flags are read from lab.yaml") {
+    const auto labs = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
+    const grade::LabSpec& quicksort = grade::find_lab(labs, "quicksort");
+    CHECK(quicksort.nvcc_flags == std::vector<std::string>{"-rdc=true"});
+    CHECK(quicksort.link_libraries == std::vector<std::string>{"cudadevrt"});
+    const grade::LabSpec& histogram = grade::find_lab(labs, "histogram");
+    CHECK(histogram.nvcc_flags.empty());
+    CHECK(histogram.link_libraries.empty());
+  }
+
   TEST_CASE("labs are found by number, name or folder") {
     const auto labs = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
     CHECK(grade::find_lab(labs, "01").dir == "01-histogram");
