@@ -48,4 +48,32 @@ const DeviceInfo& current_device() {
   return info;
 }
 
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+void synchronize_all_devices() {
+  const int count = device_count();
+  if (count <= 1) {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return;
+  }
+  for (int device = 0; device < count; ++device) {
+    const DeviceScope scope(device);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+}
+
+DeviceScope::DeviceScope(int device) {
+  CUDA_CHECK(cudaGetDevice(&previous_));
+  if (device != previous_) CUDA_CHECK(cudaSetDevice(device));
+}
+
+DeviceScope::~DeviceScope() { (void)cudaSetDevice(previous_); }
+
 }  // namespace labkit

@@ -5,6 +5,7 @@
 #include "labkit/host.h"
 
 #include "labkit/cuda_check.h"
+#include "labkit/device.h"
 #include "labkit/sandbox.h"
 #include "labkit/shared_memory.h"
 
@@ -12,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -92,9 +94,15 @@ public:
 
   wire::Reply handle(const wire::Request& request, int fd) {
     switch (request.op) {
-      case wire::Op::map:
-        mappings_.add(request.id, std::make_unique<ImportedAllocation>(fd, std::size_t(request.bytes)));
+      case wire::Op::map: {
+        ExportedAllocation exported;
+        exported.fd = fd;
+        exported.bytes = std::size_t(request.bytes);
+        exported.kind = MemoryKind(request.memory);
+        exported.device = request.device;
+        mappings_.add(request.id, std::make_unique<ImportedAllocation>(exported));
         return {};
+      }
       case wire::Op::unmap:
         mappings_.remove(request.id);
         return {};
@@ -134,26 +142,49 @@ private:
     return timed(request, [&] { return function->invoke(address, request, mappings_, stream_); });
   }
 
-  // Runs `body` with events around it when asked, then waits for the whole device, so work
-  // left on other streams is finished (and counted by the checks' clock) before the reply.
+  // Runs `body` with events (or, when asked, our clock) around it when timed, then waits for
+  // every device, so work left on other streams or GPUs is finished (and counted by the
+  // checks' clock) before the reply. Each call starts on device 0, whichever device the
+  // last one left current.
   template <class Body>
   wire::Reply timed(const wire::Request& request, Body body) {
     wire::Reply reply;
-    if (request.timed) CUDA_CHECK(cudaEventRecord(start_, stream_));
+    CUDA_CHECK(cudaSetDevice(0));
+    const bool events = request.timed && !request.host_clock;
+    const auto started = std::chrono::steady_clock::now();
+    if (events) CUDA_CHECK(cudaEventRecord(start_, stream_));
     reply.return_bits = body();
-    if (request.timed) CUDA_CHECK(cudaEventRecord(stop_, stream_));
     cudaError_t status = cudaGetLastError();
-    const cudaError_t synced = cudaDeviceSynchronize();
+    const cudaError_t reset = cudaSetDevice(0);
+    if (status == cudaSuccess) status = reset;
+    if (events && status == cudaSuccess) status = cudaEventRecord(stop_, stream_);
+    const cudaError_t synced = synchronize_every_device();
+    const double clock_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     if (status == cudaSuccess) status = synced;
     if (status != cudaSuccess)
       return failure(wire::Status::cuda_error,
                      std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")", status);
-    if (request.timed) {
+    if (events) {
       float ms = 0;
       CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
       reply.event_ms = ms;
+    } else if (request.timed) {
+      reply.event_ms = clock_ms;
     }
     return reply;
+  }
+
+  // The first error of any device's synchronisation.
+  static cudaError_t synchronize_every_device() {
+    int count = 1;
+    cudaError_t first = cudaGetDeviceCount(&count);
+    for (int device = 0; device < count; ++device) {
+      cudaError_t status = cudaSetDevice(device);
+      if (status == cudaSuccess) status = cudaDeviceSynchronize();
+      if (first == cudaSuccess) first = status;
+    }
+    cudaSetDevice(0);
+    return first;
   }
 
   void* module_;

@@ -1,5 +1,7 @@
 #include "labkit/remote.h"
 
+#include "labkit/device.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -173,6 +175,8 @@ void HostProcess::map_buffers(const wire::Request& request) {
     map.id = argument.bits;
     const ExportedAllocation exported = export_shared(map.id);
     map.bytes = exported.bytes;
+    map.memory = std::uint32_t(exported.kind);
+    map.device = exported.device;
     send(map, exported.fd);
     close(exported.fd);
     const wire::Reply reply = receive(options_.call_seconds, "while mapping a buffer");
@@ -238,9 +242,10 @@ RemoteTiming*& current_remote_timing() {
 wire::Reply call_in_host(HostProcess& host, wire::Request& request) {
   // The host works in its own CUDA context, unordered with ours: the uploads and poisoning
   // (cudaMemsetAsync on the legacy stream) still queued here must end before it starts.
-  CUDA_CHECK(cudaDeviceSynchronize());
+  synchronize_all_devices();
   RemoteTiming* timing = current_remote_timing();
   request.timed = timing != nullptr;
+  request.host_clock = timing != nullptr && timing->host_clock;
   const wire::Reply reply = host.request(request);
   if (timing != nullptr) {
     ++timing->calls;

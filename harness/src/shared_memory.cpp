@@ -4,13 +4,16 @@
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace labkit {
 
@@ -68,6 +71,16 @@ void check_driver(CUresult result, const char* call) {
   throw CudaError(cudaErrorUnknown, std::string(call) + " failed: " + text);
 }
 
+// Before memory goes: no queued work on any device may still use it. Errors are left for the
+// next call to report (this runs in destructors).
+void synchronize_every_device() {
+  int count = 0, current = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || cudaGetDevice(&current) != cudaSuccess) return;
+  for (int device = 0; device < count; ++device)
+    if (cudaSetDevice(device) == cudaSuccess) cudaDeviceSynchronize();
+  cudaSetDevice(current);
+}
+
 int current_ordinal() {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
@@ -94,17 +107,51 @@ std::size_t rounded_to_granularity(std::size_t bytes) {
   return (wanted + granularity - 1) / granularity * granularity;
 }
 
-// Reserves an address range, maps `handle` there and opens it to the current device.
-CUdeviceptr map_read_write(CUmemGenericAllocationHandle handle, std::size_t bytes) {
+// The devices that may touch memory on `owner`: itself and its peers (multi-GPU labs read
+// and write each other's buffers over NVLink).
+std::vector<CUmemAccessDesc> access_for(int owner) {
+  int count = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  std::vector<CUmemAccessDesc> access;
+  for (int device = 0; device < count; ++device) {
+    int peer = device == owner;
+    if (!peer) CUDA_CHECK(cudaDeviceCanAccessPeer(&peer, device, owner));
+    if (!peer) continue;
+    CUmemAccessDesc desc{};
+    desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    desc.location.id = device;
+    desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    access.push_back(desc);
+  }
+  return access;
+}
+
+// Reserves an address range, maps `handle` (memory on `owner`) there and opens it to the
+// devices that can reach it.
+CUdeviceptr map_read_write(CUmemGenericAllocationHandle handle, std::size_t bytes, int owner) {
   CUdeviceptr address = 0;
   check_driver(driver().reserve(&address, bytes, 0, 0, 0), "cuMemAddressReserve");
   check_driver(driver().map(address, bytes, 0, handle, 0), "cuMemMap");
-  CUmemAccessDesc access{};
-  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  access.location.id = current_ordinal();
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  check_driver(driver().set_access(address, bytes, &access, 1), "cuMemSetAccess");
+  const std::vector<CUmemAccessDesc> access = access_for(owner);
+  check_driver(driver().set_access(address, bytes, access.data(), access.size()), "cuMemSetAccess");
   return address;
+}
+
+// Maps a memfd's pages and pins them for every device.
+char* map_host(int fd, std::size_t bytes) {
+  void* address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (address == MAP_FAILED) throw std::runtime_error("cannot map " + std::to_string(bytes) + " bytes of shared host memory");
+  const cudaError_t pinned = cudaHostRegister(address, bytes, cudaHostRegisterPortable);
+  if (pinned != cudaSuccess) {
+    munmap(address, bytes);
+    throw CudaError(pinned, std::string("cudaHostRegister of shared host memory failed: ") + cudaGetErrorString(pinned));
+  }
+  return static_cast<char*>(address);
+}
+
+void unmap_host(void* address, std::size_t bytes) {
+  cudaHostUnregister(address);
+  munmap(address, bytes);
 }
 
 void unmap(CUdeviceptr address, CUmemGenericAllocationHandle handle, std::size_t bytes) {
@@ -115,8 +162,11 @@ void unmap(CUdeviceptr address, CUmemGenericAllocationHandle handle, std::size_t
 
 struct Allocation {
   std::uint64_t id;
-  CUmemGenericAllocationHandle handle;
+  CUmemGenericAllocationHandle handle;  // device memory
   std::size_t bytes;
+  MemoryKind kind;
+  int device;   // device memory: where it lives
+  int fd;       // host memory: its memfd
 };
 
 // Live allocations by start address. A mutex, since a lab's checks may allocate from more
@@ -142,10 +192,32 @@ void* allocate_shared(std::size_t bytes) {
   if (created == CUDA_ERROR_OUT_OF_MEMORY)
     throw CudaError(cudaErrorMemoryAllocation, "out of device memory allocating " + std::to_string(size) + " bytes");
   check_driver(created, "cuMemCreate");
-  const CUdeviceptr address = map_read_write(handle, size);
+  const int device = current_ordinal();
+  const CUdeviceptr address = map_read_write(handle, size, device);
   std::lock_guard lock(registry().mutex);
-  registry().by_address[address] = {registry().next_id++, handle, size};
+  registry().by_address[address] = {registry().next_id++, handle, size, MemoryKind::device, device, -1};
   return reinterpret_cast<void*>(address);
+}
+
+void* allocate_shared_host(std::size_t bytes) {
+  const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+  const std::size_t size = (std::max<std::size_t>(bytes, 1) + page - 1) / page * page;
+  const int fd = memfd_create("labkit-host-buffer", MFD_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("memfd_create failed");
+  if (ftruncate(fd, off_t(size)) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot size shared host memory of " + std::to_string(size) + " bytes");
+  }
+  char* address = nullptr;
+  try {
+    address = map_host(fd, size);
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  std::lock_guard lock(registry().mutex);
+  registry().by_address[reinterpret_cast<CUdeviceptr>(address)] = {registry().next_id++, 0, size, MemoryKind::host, -1, fd};
+  return address;
 }
 
 void free_shared(void* address) {
@@ -158,8 +230,13 @@ void free_shared(void* address) {
     registry().by_address.erase(found);
   }
   // Work still queued on the buffer must finish before its memory goes.
-  cudaDeviceSynchronize();
-  unmap(reinterpret_cast<CUdeviceptr>(address), allocation.handle, allocation.bytes);
+  synchronize_every_device();
+  if (allocation.kind == MemoryKind::host) {
+    unmap_host(address, allocation.bytes);
+    close(allocation.fd);
+  } else {
+    unmap(reinterpret_cast<CUdeviceptr>(address), allocation.handle, allocation.bytes);
+  }
 }
 
 SharedLocation locate_shared(const void* address) {
@@ -192,24 +269,45 @@ ExportedAllocation export_shared(std::uint64_t id) {
   if (found.id == 0) throw std::logic_error("export_shared: no live allocation " + std::to_string(id));
   ExportedAllocation exported;
   exported.bytes = found.bytes;
+  exported.kind = found.kind;
+  exported.device = found.device;
+  if (found.kind == MemoryKind::host) {
+    exported.fd = dup(found.fd);
+    if (exported.fd < 0) throw std::runtime_error("cannot duplicate a shared host buffer's descriptor");
+    return exported;
+  }
   check_driver(driver().export_handle(&exported.fd, found.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
                "cuMemExportToShareableHandle");
   return exported;
 }
 
-ImportedAllocation::ImportedAllocation(int fd, std::size_t bytes) : bytes_(bytes) {
+ImportedAllocation::ImportedAllocation(const ExportedAllocation& exported)
+    : bytes_(exported.bytes), kind_(exported.kind) {
+  if (kind_ == MemoryKind::host) {
+    try {
+      address_ = reinterpret_cast<unsigned long long>(map_host(exported.fd, bytes_));
+    } catch (...) {
+      close(exported.fd);
+      throw;
+    }
+    close(exported.fd);
+    return;
+  }
   CUmemGenericAllocationHandle handle = 0;
-  const CUresult imported = driver().import_handle(&handle, reinterpret_cast<void*>(std::intptr_t(fd)),
+  const CUresult imported = driver().import_handle(&handle, reinterpret_cast<void*>(std::intptr_t(exported.fd)),
                                                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-  close(fd);
+  close(exported.fd);
   check_driver(imported, "cuMemImportFromShareableHandle");
   handle_ = handle;
-  address_ = map_read_write(handle, bytes);
+  address_ = map_read_write(handle, bytes_, exported.device);
 }
 
 ImportedAllocation::~ImportedAllocation() {
-  cudaDeviceSynchronize();
-  unmap(address_, handle_, bytes_);
+  synchronize_every_device();
+  if (kind_ == MemoryKind::host)
+    unmap_host(reinterpret_cast<void*>(address_), bytes_);
+  else
+    unmap(address_, handle_, bytes_);
 }
 
 }  // namespace labkit

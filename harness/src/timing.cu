@@ -138,7 +138,7 @@ void prepare_device_for_sample() {
   static L2Flusher flusher;
   flusher.flush(timing_stream());
   reset_persisting_l2();
-  CUDA_CHECK(cudaDeviceSynchronize());
+  synchronize_all_devices();
 }
 
 TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
@@ -149,7 +149,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
     prepare_sample(call, -1 - warmup);  // its poisoning (legacy stream) ends before the launch
     call.launch(stream);
     CUDA_CHECK_KERNELS(stream);
-    CUDA_CHECK(cudaDeviceSynchronize());
+    synchronize_all_devices();
   }
 
   TimingStats stats;
@@ -162,14 +162,14 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
     CUDA_CHECK(cudaEventRecord(events.start, stream));
     call.launch(stream);
     CUDA_CHECK(cudaEventRecord(events.stop, stream));
-    CUDA_CHECK(cudaDeviceSynchronize());  // the whole device: other streams' work counts too
+    synchronize_all_devices();  // every device: other streams' and GPUs' work counts too
     const double wall_ms = 1e3 * seconds_since(wall_start);
     CUDA_CHECK(cudaGetLastError());
 
     // Past the events by more than launch overhead: work ran where the events cannot see it
     // (another stream), or the host stalled. Either way the wall clock is the honest time.
-    double ms = events.elapsed_ms();
-    if (wall_ms - ms > off_stream_threshold_ms(ms)) {
+    double ms = call.host_clock ? wall_ms : events.elapsed_ms();
+    if (!call.host_clock && wall_ms - ms > off_stream_threshold_ms(ms)) {
       ++off_stream_samples;
       ms = wall_ms;
     }
@@ -190,6 +190,7 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
   const cudaStream_t stream = timing_stream();
   auto measure_one = [&](int sample) {
     RemoteTiming timing;
+    timing.host_clock = call.host_clock;
     {
       const RemoteTimingScope scope(timing);
       call.launch(stream);

@@ -35,6 +35,25 @@ std::optional<std::string> why_unsupported(const Requirements& needed);
 // The device the runtime will use. Requires a GPU.
 const DeviceInfo& current_device();
 
+// How many devices this process sees (0 without a GPU).
+int device_count();
+
+// Waits for every device this process sees: work of a multi-GPU call, or on other devices'
+// streams, has ended when this returns.
+void synchronize_all_devices();
+
+// Makes `device` current for the scope's lifetime, then restores the device that was.
+class DeviceScope {
+public:
+  explicit DeviceScope(int device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+private:
+  int previous_ = 0;
+};
+
 // Exit code by which Meson (and the grader) recognise a skipped test.
 constexpr int skip_exit_code = 77;
 

@@ -74,6 +74,7 @@ private:
 // Set by the timing loop while it measures one call of the submission's: the call asks the
 // host for events around the work, and both the host's figure and our wall clock are kept.
 struct RemoteTiming {
+  bool host_clock = false;  // in: ask the host for its clock instead of events (TimedCall)
   int calls = 0;
   double event_ms = 0;
   double wall_ms = 0;

@@ -1,8 +1,9 @@
-// Device memory that a second process can map. Every DeviceBuffer is allocated through
-// CUDA's virtual memory management with a POSIX file descriptor as its shareable handle, so
-// the process that runs a submission's code maps exactly the buffers it is handed (sent as
-// file descriptors over a socket) and nothing else the checks hold: no expected output, no
-// reference result, no other process's memory.
+// Memory that a second process can map. Every DeviceBuffer is allocated through CUDA's
+// virtual memory management with a POSIX file descriptor as its shareable handle, and every
+// HostBuffer is a memfd that both processes map and pin, so the process that runs a
+// submission's code maps exactly the buffers it is handed (sent as file descriptors over a
+// socket) and nothing else the checks hold: no expected output, no reference result, no other
+// process's memory.
 #pragma once
 
 #include <cstddef>
@@ -11,11 +12,17 @@
 
 namespace labkit {
 
+enum class MemoryKind : std::uint32_t { device, host };
+
 // An allocation of at least `bytes` (a multiple of the device's granularity, 2 MiB on
-// Hopper), mapped read-write for the current device and remembered so that a pointer into it
-// can be named to another process by (id, offset).
+// Hopper) on the current device, mapped read-write for it and for every device that can
+// reach it as a peer, and remembered so that a pointer into it can be named to another
+// process by (id, offset).
 void* allocate_shared(std::size_t bytes);
-void free_shared(void* address);
+// Page-locked host memory of at least `bytes`, pinned for every device: a memfd, so the
+// other process maps the same pages (and pins them too).
+void* allocate_shared_host(std::size_t bytes);
+void free_shared(void* address);  // either kind
 
 struct SharedLocation {
   std::uint64_t id = 0;      // unique for the life of the process: never reused
@@ -35,6 +42,8 @@ bool shared_allocation_live(std::uint64_t id);
 struct ExportedAllocation {
   int fd = -1;
   std::size_t bytes = 0;
+  MemoryKind kind = MemoryKind::device;
+  int device = 0;  // where device memory lives (an ordinal under the same CUDA_VISIBLE_DEVICES)
 };
 ExportedAllocation export_shared(std::uint64_t id);
 
@@ -42,7 +51,7 @@ ExportedAllocation export_shared(std::uint64_t id);
 // and unmaps it when destroyed.
 class ImportedAllocation {
 public:
-  ImportedAllocation(int fd, std::size_t bytes);
+  explicit ImportedAllocation(const ExportedAllocation& exported);
   ~ImportedAllocation();
   ImportedAllocation(const ImportedAllocation&) = delete;
   ImportedAllocation& operator=(const ImportedAllocation&) = delete;
@@ -52,8 +61,9 @@ public:
 
 private:
   unsigned long long address_ = 0;
-  unsigned long long handle_ = 0;
+  unsigned long long handle_ = 0;  // device memory only
   std::size_t bytes_ = 0;
+  MemoryKind kind_ = MemoryKind::device;
 };
 
 }  // namespace labkit

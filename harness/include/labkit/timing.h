@@ -33,6 +33,11 @@ struct TimedCall {
   std::function<void(cudaStream_t)> launch;  // the call being timed
   std::function<void(int sample)> prepare;   // untimed: poison outputs, pick an input
   std::function<std::string()> verify;       // untimed, after every sample when set: "" if the output is right
+  // Time by the host's clock from the call to the end of all work on every device, not by
+  // events on one stream: for calls whose work spans several GPUs or streams of their own,
+  // or copies through host memory (labs 11-13). Costs a few microseconds of launch overhead
+  // per call, so single-stream labs keep events.
+  bool host_clock = false;
 };
 
 // Thrown when `verify` finds a sample's output wrong.

@@ -41,7 +41,10 @@ struct Request {
   std::uint32_t argument_count = 0;
   std::uint64_t id = 0;
   std::uint64_t bytes = 0;
+  std::uint32_t memory = 0;      // map: 0 device memory, 1 host memory (labkit::MemoryKind)
+  std::int32_t device = 0;       // map: the device that holds device memory
   std::uint32_t timed = 0;
+  std::uint32_t host_clock = 0;  // timed calls: time by the host's clock, every device synchronised
   std::uint32_t pattern = 0;
   std::uint64_t spin_ns = 0;
   char function[name_bytes] = {};
@@ -57,7 +60,7 @@ enum class Status : std::uint32_t {
 struct Reply {
   Status status = Status::ok;
   std::int32_t cuda_error = 0;
-  double event_ms = 0;             // timed calls: the host's own events (to be confirmed)
+  double event_ms = 0;             // timed calls: the host's own events or clock (to be confirmed)
   std::uint64_t return_bits = 0;   // a non-void contract function's result
   char message[message_bytes] = {};
 };
