@@ -233,10 +233,16 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       slots.push_back({job, result_fingerprint(job, toolchain, options.grade)});
     }
 
+  // Labs that need several GPUs run one at a time on all of them (their own queue); the
+  // GPU locks then keep every other lab's timing off those GPUs while theirs runs.
+  const int gpu_count = std::max(1, options.gpu_count);
+  auto needs_several = [](const Slot& slot) { return slot.job.lab->min_gpus > 1; };
+  const bool several_gpu_labs = std::any_of(labs.begin(), labs.end(), [](const LabSpec& l) { return l.min_gpus > 1; });
   GradeOptions grading = options.grade;
-  if (options.runs_per_gpu > 1) grading.gpu_lock_dir = options.work_dir;
+  grading.gpu_count = gpu_count;
+  if (options.runs_per_gpu > 1 || several_gpu_labs) grading.gpu_lock_dir = options.work_dir;
   Progress progress(slots.size(), options.progress);
-  RunQueue run_queue;
+  RunQueue run_queue, several_gpu_queue;
   std::atomic<std::size_t> next_build{0};
   auto label = [](const Slot& slot) { return slot.job.who + "/" + slot.job.lab->id; };
 
@@ -257,19 +263,20 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       progress.finish(label(slot) + " build", built ? "compiled" : outcome_line(slot.result), !built);
       ++graded_count;
       if (built) {
-        run_queue.push(i);
+        (needs_several(slot) ? several_gpu_queue : run_queue).push(i);
       } else {
         save(slot);
         slot.done = true;
       }
     }
   };
-  auto gpu_worker = [&](int gpu) {
-    for (std::size_t i; run_queue.pop(i);) {
+  // gpu < 0: every GPU of the batch.
+  auto gpu_worker = [&](RunQueue& queue, int gpu) {
+    for (std::size_t i; queue.pop(i);) {
       Slot& slot = slots[i];
-      const std::string what = label(slot) + " run on GPU " + std::to_string(gpu);
+      const std::string what = label(slot) + (gpu >= 0 ? " run on GPU " + std::to_string(gpu) : " run on all GPUs");
       progress.begin(what);
-      run_lab(slot.job, toolchain, grading, options.gpu_count > 1 ? gpu : -1, slot.result);
+      run_lab(slot.job, toolchain, grading, gpu_count > 1 ? gpu : -1, slot.result);
       run_count += slot.result.status != LabStatus::not_run;  // without a GPU nothing ran
       save(slot);
       slot.done = true;
@@ -286,10 +293,12 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
   });
   std::vector<std::thread> builders, gpus;
   for (int w = 0; w < std::max(1, options.build_workers); ++w) builders.emplace_back(builder);
-  const int gpu_count = std::max(1, options.gpu_count);
-  for (int w = 0; w < gpu_count * std::max(1, options.runs_per_gpu); ++w) gpus.emplace_back(gpu_worker, w % gpu_count);
+  for (int w = 0; w < gpu_count * std::max(1, options.runs_per_gpu); ++w)
+    gpus.emplace_back(gpu_worker, std::ref(run_queue), w % gpu_count);
+  if (several_gpu_labs) gpus.emplace_back(gpu_worker, std::ref(several_gpu_queue), -1);
   for (auto& t : builders) t.join();
   run_queue.close();
+  several_gpu_queue.close();
   for (auto& t : gpus) t.join();
   finished = true;
   ticker.join();

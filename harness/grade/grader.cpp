@@ -183,6 +183,16 @@ struct RunContext {
   std::string suites;
 };
 
+// The lock files of the GPUs a run uses: its own, or (gpu < 0: a lab that runs on all of
+// them) every GPU's, in order.
+std::string gpu_locks(const GradeOptions& options, int gpu) {
+  auto lock = [&](int g) { return (fs::path(options.gpu_lock_dir) / ("gpu-" + std::to_string(g) + ".lock")).string(); };
+  if (gpu >= 0) return lock(gpu);
+  std::string all = lock(0);
+  for (int g = 1; g < options.gpu_count; ++g) all += ":" + lock(g);
+  return all;
+}
+
 RunOutcome run_checks(const RunContext& context, const std::vector<std::string>& filters,
                       const std::string& log_name, int wall_seconds) {
   const auto& [lab, tc, options, lab_work, gpu, module, suites] = context;
@@ -207,9 +217,7 @@ RunOutcome run_checks(const RunContext& context, const std::vector<std::string>&
   ChildRequest request{argv, {{"LABKIT_RUN_SEED", std::to_string(options.seed)}}, {"LABKIT_SECRET"},
                        (lab_work / log_name).string(), {}, true, token};
   if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
-  if (!options.gpu_lock_dir.empty())
-    request.environment["LABKIT_GPU_LOCK"] =
-        (fs::path(options.gpu_lock_dir) / ("gpu-" + std::to_string(std::max(gpu, 0)) + ".lock")).string();
+  if (!options.gpu_lock_dir.empty()) request.environment["LABKIT_GPU_LOCK"] = gpu_locks(options, gpu);
   RunOutcome run;
   run.child = run_child(request, {wall_seconds, 2 * wall_seconds});
   run.reports = parse_reports(run.child.result_lines, token);

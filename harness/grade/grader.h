@@ -26,6 +26,7 @@ struct GradeOptions {
   int time_limit_seconds = 0;  // overrides every lab's rubric when positive
   std::string calibration_dir;  // reference timings kept between runs (empty: time them every run)
   std::string gpu_lock_dir;     // where each GPU's lock lives when labs share a GPU (empty: they do not)
+  int gpu_count = 1;            // GPUs the batch spreads over: a lab on several locks them all
 };
 
 // One lab of one submission.

@@ -242,21 +242,29 @@ void run_case(const Case& c, const std::function<void()>& body) {
 }
 
 // The grader may run several labs on one GPU at once (LABKIT_GPU_LOCK names that GPU's lock
-// file). Checking correctness shares the GPU; timing must have it alone. So a runner holds the
-// lock shared from its start and exclusive from its first timed case to its end, and a
-// runner that waits for it exclusive has given up its shared hold first (flock converts by
-// unlocking), so two runners never wait for each other.
-static int gpu_lock_fd() {
-  static const int fd = [] {
-    const char* path = std::getenv("LABKIT_GPU_LOCK");
-    return path != nullptr ? ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+// file, or every GPU's, separated by ':', for a lab that runs on several). Checking
+// correctness shares a GPU; timing must have it alone. So a runner holds its locks shared
+// from its start and exclusive from its first timed case to its end, and a runner that waits
+// for one exclusive has given up its shared hold on it first (flock converts by unlocking).
+// A runner of one GPU holds one lock, and the grader runs one several-GPU lab at a time,
+// which takes its locks in order: no two runners ever wait for each other.
+static const std::vector<int>& gpu_lock_fds() {
+  static const std::vector<int> fds = [] {
+    std::vector<int> opened;
+    const char* paths = std::getenv("LABKIT_GPU_LOCK");
+    std::stringstream list(paths != nullptr ? paths : "");
+    for (std::string path; std::getline(list, path, ':');)
+      if (!path.empty()) opened.push_back(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    return opened;
   }();
-  return fd;
+  return fds;
 }
 
 static void hold_gpu(int how) {
-  if (gpu_lock_fd() < 0) return;
-  while (::flock(gpu_lock_fd(), how) != 0 && errno == EINTR) {
+  for (const int fd : gpu_lock_fds()) {
+    if (fd < 0) continue;
+    while (::flock(fd, how) != 0 && errno == EINTR) {
+    }
   }
 }
 
