@@ -63,6 +63,22 @@ __global__ void spin_kernel(std::uint64_t ns) {
   while (now - start < ns);
 }
 
+__global__ void empty_kernel() {}
+
+// Runs an empty kernel on every device and waits for it: the GPUs switch to this process's
+// context now, not inside a call timed by our clock (the checks' process and the round-trip
+// probe used them last). Events leave that switch out by themselves; a clock does not.
+void wake_every_device() {
+  int count = 1;
+  CUDA_CHECK(cudaGetDeviceCount(&count));
+  for (int device = 0; device < count; ++device) {
+    CUDA_CHECK(cudaSetDevice(device));
+    empty_kernel<<<1, 1>>>();
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  CUDA_CHECK(cudaSetDevice(0));
+}
+
 // Shared memory is not cleared between kernels, so filling it with a pattern before a call
 // makes a read of a slot no thread wrote give the same wrong answer every time.
 __global__ void fill_shared_memory_kernel(std::uint32_t pattern, std::size_t words) {
@@ -149,6 +165,7 @@ private:
   template <class Body>
   wire::Reply timed(const wire::Request& request, Body body) {
     wire::Reply reply;
+    if (request.timed && request.host_clock) wake_every_device();
     CUDA_CHECK(cudaSetDevice(0));
     const bool events = request.timed && !request.host_clock;
     const auto started = std::chrono::steady_clock::now();
