@@ -84,13 +84,15 @@ nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak
 
 // One round trip of an honest call of `device_ms` through a host that runs no submission (a
 // kernel that spins that long): what our clock sees beyond the device time, GPU context
-// switch included. Run just before each timed call, after the same idle wait.
-double empty_round_trip_ms(double device_ms) {
+// switch included. Run just before each timed call, after the same idle wait, and timed the
+// same way (`host_clock`: the host wakes every device first, as it does for the call).
+double empty_round_trip_ms(double device_ms, bool host_clock) {
   static std::unique_ptr<HostProcess> probe;
   if (!probe) probe = std::make_unique<HostProcess>(HostOptions{state().options.host, "", state().options.call_seconds});
   wire::Request noop;
   noop.op = wire::Op::noop;
   noop.timed = 1;
+  noop.host_clock = host_clock;
   noop.spin_ns = std::uint64_t(device_ms * 1e6);
   const wire::Reply reply = probe->request(noop);
   return probe->last_wall_ms() - reply.event_ms;
@@ -306,7 +308,8 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
     TimedCall call = student_side.call;
     call.verify = student_side.check_output;
     const double reference_ms = reference.median_ms();
-    const TimingStats student_time = time_submission_call(call, [reference_ms] { return empty_round_trip_ms(reference_ms); });
+    const TimingStats student_time = time_submission_call(
+        call, [reference_ms, &call] { return empty_round_trip_ms(reference_ms, call.host_clock); });
     record["student"] = timing_json(student_time, bytes_moved, peak);
     record["ratio"] = reference.median_ms() / student_time.ms.median;
     const double noise = ratio_noise(student_time.ms.relative_error, reference.relative_error());
