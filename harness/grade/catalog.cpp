@@ -1,5 +1,7 @@
 #include "catalog.h"
 
+#include "sanitize.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -11,6 +13,14 @@ namespace fs = std::filesystem;
 namespace grade {
 
 namespace {
+
+std::vector<std::string> checked_tools(const std::vector<std::string>& tools) {
+  for (const std::string& tool : tools)
+    if (std::find(sanitize::known_tools().begin(), sanitize::known_tools().end(), tool) == sanitize::known_tools().end())
+      throw std::runtime_error("sanitize: unknown compute-sanitizer tool '" + tool +
+                               "' (known: memcheck, racecheck, synccheck, initcheck)");
+  return tools;
+}
 
 LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
   const fs::path rubric_path = dir / "lab.yaml";
@@ -33,6 +43,7 @@ LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
       if (build["nvcc_flags"]) lab.nvcc_flags = build["nvcc_flags"].as<std::vector<std::string>>();
       if (build["link"]) lab.link_libraries = build["link"].as<std::vector<std::string>>();
     }
+    if (rubric["sanitize"]) lab.sanitize_tools = checked_tools(rubric["sanitize"].as<std::vector<std::string>>());
     lab.correctness_points = rubric["correctness"]["points"].as<double>();
     for (const auto& entry : rubric["performance"])
       lab.performance.push_back({entry["case"].as<std::string>(), entry["points"].as<double>(),
@@ -40,6 +51,8 @@ LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
                                  entry["full_credit_ratio"].as<double>()});
     return lab;
   } catch (const YAML::Exception& error) {
+    throw std::runtime_error(rubric_path.string() + ": " + error.what());
+  } catch (const std::runtime_error& error) {
     throw std::runtime_error(rubric_path.string() + ": " + error.what());
   }
 }

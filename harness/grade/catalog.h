@@ -30,6 +30,9 @@ struct LabSpec {
   std::vector<std::string> link_libraries;  // linked as -l<name>, after the sources
   double correctness_points = 0;
   std::vector<PerformanceRubric> performance;
+  // `sanitize:` in lab.yaml: the compute-sanitizer tools run on failing cases. memcheck for
+  // every lab; racecheck and synccheck where the lab teaches shared memory and __syncthreads.
+  std::vector<std::string> sanitize_tools = {"memcheck"};
 };
 
 // All labs under source_root/labs, in folder order. Throws with the file's name on a bad rubric.

@@ -7,13 +7,18 @@
 #include "labkit/stats.h"
 #include "labkit_build_config.h"
 #include "process.h"
+#include "profile.h"
+#include "sanitize.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <iostream>
+#include <functional>
 #include <map>
+#include <memory>
+#include <set>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -183,6 +188,8 @@ struct RunContext {
   std::string suites;
 };
 
+using RecordHandler = std::function<void(const json&)>;
+
 // The lock files of the GPUs a run uses: its own, or (gpu < 0: a lab that runs on all of
 // them) every GPU's, in order.
 std::string gpu_locks(const GradeOptions& options, int gpu) {
@@ -194,7 +201,7 @@ std::string gpu_locks(const GradeOptions& options, int gpu) {
 }
 
 RunOutcome run_checks(const RunContext& context, const std::vector<std::string>& filters,
-                      const std::string& log_name, int wall_seconds) {
+                      const std::string& log_name, int wall_seconds, const RecordHandler& on_record = {}) {
   const auto& [lab, tc, options, lab_work, gpu, module, suites] = context;
   const fs::path build_labs = fs::path(tc.build_root) / "labs";
   std::vector<std::string> argv = {
@@ -216,6 +223,11 @@ RunOutcome run_checks(const RunContext& context, const std::vector<std::string>&
   // The seed goes in the environment: other processes can read a command line.
   ChildRequest request{argv, {{"LABKIT_RUN_SEED", std::to_string(options.seed)}}, {"LABKIT_SECRET"},
                        (lab_work / log_name).string(), {}, true, token};
+  if (on_record)
+    request.on_result_line = [&on_record, &token](const std::string& line) {
+      const json record = json::parse(line, nullptr, false);
+      if (!record.is_discarded() && record.value("token", "") == token) on_record(record);
+    };
   if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
   if (!options.gpu_lock_dir.empty()) request.environment["LABKIT_GPU_LOCK"] = gpu_locks(options, gpu);
   RunOutcome run;
@@ -331,6 +343,189 @@ void rerun_missing(const RunContext& context, const labkit::Dataset& dataset, Re
     for (const PerformanceRubric& p : lab.performance) rerun(p.case_name, reports.performance);
 }
 
+// What a person at a terminal sees while a lab runs: one status line on stderr, rewritten in
+// place, and gone when the lab is done. Off, it prints nothing (CI logs, batches, pipes).
+class LiveLine {
+public:
+  explicit LiveLine(bool on) : on_(on) {}
+  ~LiveLine() { clear(); }
+  LiveLine(const LiveLine&) = delete;
+  LiveLine& operator=(const LiveLine&) = delete;
+
+  void show(const std::string& text) {
+    if (!on_) return;
+    constexpr std::size_t width = 100;  // fits a terminal without wrapping, which would break \r
+    std::fprintf(stderr, "\r\033[K%s", text.substr(0, width).c_str());
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void clear() {
+    if (!on_ || !shown_) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    shown_ = false;
+  }
+
+private:
+  bool on_;
+  bool shown_ = false;
+};
+
+std::string lab_label(const LabSpec& lab) { return "lab " + lab.id + " " + lab.name; }
+
+// Turns the runner's progress records into "case k of n" and "timing case X" lines.
+RecordHandler case_progress(LiveLine& live, const LabSpec& lab, std::size_t correctness_cases) {
+  auto seen = std::make_shared<std::set<std::string>>();
+  return [&live, &lab, correctness_cases, seen](const json& record) {
+    if (record.value("type", "") != "progress") return;
+    const std::string name = record.value("case", ""), stage = record.value("stage", "");
+    if (record.value("kind", "") == "correctness") {
+      seen->insert(name);
+      live.show(lab_label(lab) + ": case " + std::to_string(seen->size()) + " of " +
+                std::to_string(correctness_cases) + " (" + name + ")");
+    } else {
+      live.show(lab_label(lab) + ": " + stage + " case " + name);
+    }
+  };
+}
+
+constexpr std::size_t max_sanitized_cases = 3;
+
+// A case that hung would hang again, and for far longer under a tool: it is left out.
+bool worth_sanitizing(const CaseResult& c) {
+  return c.kind == "correctness" && c.ran && !c.passed && c.message.find("did not return within") == std::string::npos &&
+         c.message.rfind("not run", 0) != 0;
+}
+
+std::vector<std::string> cases_to_sanitize(const LabResult& result, SanitizeWhen when) {
+  std::vector<std::string> cases;
+  for (const CaseResult& c : result.cases)
+    if (worth_sanitizing(c) && cases.size() < max_sanitized_cases) cases.push_back(c.name);
+  if (cases.empty() && when == SanitizeWhen::always)
+    for (const CaseResult& c : result.cases)
+      if (c.kind == "correctness" && c.ran && cases.size() < max_sanitized_cases) cases.push_back(c.name);
+  return cases;
+}
+
+std::string joined(const std::vector<std::string>& items, const std::string& separator) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
+// Every log the tool wrote for this run (one per host the runner started), in start order.
+std::string read_tool_logs(const fs::path& folder, const std::string& tool) {
+  std::vector<fs::path> logs;
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.path().filename().string().rfind(tool + "-", 0) == 0) logs.push_back(entry.path());
+  std::sort(logs.begin(), logs.end());
+  std::string text;
+  for (const fs::path& log : logs) text += labkit::file_bytes(log.string()) + "\n";
+  return text;
+}
+
+void remove_tool_logs(const fs::path& folder, const std::string& tool) {
+  std::error_code ignored;
+  fs::create_directories(folder, ignored);
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.path().filename().string().rfind(tool + "-", 0) == 0) fs::remove(entry.path(), ignored);
+}
+
+// The runner again, on `cases` only, with the submission's host under compute-sanitizer's
+// `tool`. The call limit grows by the tool's slowdown; what the tool says of itself (a crash,
+// no report at all, a timeout) is the tool's failure, never the student's.
+SanitizerRun run_sanitizer(const RunContext& checking, const std::string& sanitizer, const std::string& tool,
+                           const std::vector<std::string>& cases) {
+  SanitizerRun run{tool, cases};
+  const fs::path logs = checking.lab_work / "sanitizer";
+  remove_tool_logs(logs, tool);
+  std::vector<std::string> filters = {"--subcase=" + joined(cases, ","),
+                                      "--tool-slowdown=" + std::to_string(int(sanitize::slowdown(tool)))};
+  for (const std::string& argument : sanitize::command(sanitizer, tool, (logs / (tool + "-{start}.log")).string()))
+    filters.push_back("--host-wrapper=" + argument);
+  const int wall_seconds = time_limit(checking.lab, checking.options);
+  const RunOutcome outcome = run_checks(checking, filters, "sanitize-" + tool + ".log", wall_seconds);
+  const std::string text = read_tool_logs(logs, tool);
+  const sanitize::Parsed parsed = sanitize::parse(tool, text, checking.lab.student_files);
+  run.findings = parsed.findings;
+  run.errors_reported = parsed.errors_reported;
+  run.kit_findings = parsed.kit_findings;
+  run.tool_problem = parsed.tool_problem;
+  if (run.tool_problem.empty() && outcome.child.timed_out)
+    run.tool_problem = "the checks " + outcome.child.describe() + " under " + tool + ", which slows kernels down";
+  else if (run.tool_problem.empty() && text.find_first_not_of(" \n") == std::string::npos)
+    run.tool_problem = "it wrote no report; the checks ended with " + outcome.child.describe();
+  return run;
+}
+
+std::vector<SanitizerRun> sanitize_lab(const RunContext& context, const std::vector<std::string>& cases,
+                                       LiveLine& live) {
+  const RunContext checking{context.lab, context.tc, context.options, context.lab_work, context.gpu,
+                            context.module, "correctness"};
+  const std::string sanitizer = sanitize::find_tool("compute-sanitizer", context.tc.nvcc);
+  if (sanitizer.empty())
+    return {{"compute-sanitizer", cases, {}, 0, 0,
+             "compute-sanitizer was not found (it comes with the CUDA toolkit, beside nvcc)"}};
+  std::vector<SanitizerRun> runs;
+  for (const std::string& tool : context.lab.sanitize_tools) {
+    live.show(lab_label(context.lab) + ": compute-sanitizer " + tool + " on " + std::to_string(cases.size()) +
+              " case(s)");
+    if (!context.options.live_progress)
+      std::fprintf(stderr, "%s: compute-sanitizer %s on %s\n", lab_label(context.lab).c_str(), tool.c_str(),
+                   joined(cases, ", ").c_str());
+    runs.push_back(run_sanitizer(checking, sanitizer, tool, cases));
+  }
+  return runs;
+}
+
+// One side of `grade profile`: the runner on one performance case with --profile, the host
+// (running `context.module`) under ncu. Fills `kernels`, or returns why it could not.
+struct ProfiledSide {
+  std::vector<profile::Kernel> kernels;
+  std::string problem;       // ncu could not profile (permission, device): exit 3
+  std::string case_problem;  // the call itself failed or never ran
+  bool output_wrong = false;
+};
+
+ProfiledSide profile_side(const RunContext& context, const std::string& ncu, const std::string& case_name,
+                          const std::string& side, bool core_only) {
+  const fs::path logs = context.lab_work / "profile";
+  remove_tool_logs(logs, side);
+  std::vector<std::string> filters = {"--subcase=" + case_name, "--profile", "--time-failed", "--tool-slowdown=50"};
+  for (const std::string& argument : profile::command(ncu, (logs / (side + "-{start}.log")).string(), core_only))
+    filters.push_back("--host-wrapper=" + argument);
+  constexpr int wall_seconds = 600;
+  const RunOutcome run = run_checks(context, filters, "profile-" + side + ".log", wall_seconds);
+  const std::string output = read_tool_logs(logs, side) + "\n" + run.child.output_tail;
+  if (!core_only && profile::rejected_a_metric(output)) return profile_side(context, ncu, case_name, side, true);
+  ProfiledSide result;
+  if (run.reports.skipped) result.problem = "not run: " + run.reports.skip_reason;
+  if (result.problem.empty()) result.problem = profile::problem(output);
+  if (!result.problem.empty()) return result;
+  result.kernels = profile::parse_csv(output);
+  const json profiled = [&] {
+    for (const std::string& line : run.child.result_lines)
+      if (const json r = json::parse(line, nullptr, false); !r.is_discarded() && r.value("type", "") == "profiled")
+        return r;
+    return json();
+  }();
+  if (profiled.is_null())
+    result.case_problem = "the case did not run (the checks " + run.child.describe() + "):\n" + run.child.output_tail;
+  else if (!profiled.value("output_ok", false))
+    result.output_wrong = true, result.case_problem = profiled.value("message", "");
+  return result;
+}
+
+std::string chosen_case(const LabSpec& lab, const std::string& case_name) {
+  if (lab.performance.empty()) throw std::invalid_argument("lab " + lab.id + " has no performance case to profile");
+  if (case_name.empty()) return lab.performance.front().case_name;
+  for (const PerformanceRubric& p : lab.performance)
+    if (p.case_name == case_name) return case_name;
+  std::string known;
+  for (const PerformanceRubric& p : lab.performance) known += " " + p.case_name;
+  throw std::invalid_argument("lab " + lab.id + " has no performance case '" + case_name + "'; it has:" + known);
+}
+
 }  // namespace
 
 Toolchain configured_toolchain() {
@@ -398,7 +593,10 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
   const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
   const RunContext context{lab, toolchain, options, job.work_dir, gpu, fs::path(job.work_dir) / "module.so",
                            options.performance ? "correctness,performance" : "correctness"};
-  RunOutcome run = run_checks(context, {}, "run.log", time_limit(lab, options));
+  LiveLine live(options.live_progress);
+  live.show(lab_label(lab) + ": starting the checks");
+  RunOutcome run = run_checks(context, {}, "run.log", time_limit(lab, options),
+                              case_progress(live, lab, dataset.correctness.size()));
   result.run_log = run.child.output_tail;
   result.device = run.reports.device;
   std::string problem;
@@ -423,6 +621,7 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
     result.note = "the checks stopped early: the process " + what +
                   "; cases that had not reported were run again one at a time";
     problem = "the process " + what + " before this case reported";
+    live.show(lab_label(lab) + ": running the cases that did not report again, one at a time");
     rerun_missing(context, dataset, run.reports);
   }
   score_correctness(lab, dataset, run.reports, problem, result);
@@ -435,6 +634,52 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
     for (CaseResult& c : result.cases) c.points = 0;
   }
   add_totals(result);
+  const bool judged = result.status == LabStatus::graded || result.status == LabStatus::run_failed;
+  if (judged && options.sanitize != SanitizeWhen::never)
+    if (const auto cases = cases_to_sanitize(result, options.sanitize); !cases.empty())
+      result.sanitizer = sanitize_lab(context, cases, live);
+}
+
+int profile_lab(const LabJob& job, const std::string& case_name, const Toolchain& toolchain,
+                const GradeOptions& options) {
+  constexpr int exit_failed = 1, exit_not_run = 3;
+  const LabSpec& lab = *job.lab;
+  const std::string chosen = chosen_case(lab, case_name);
+  const std::string ncu = sanitize::find_tool("ncu", toolchain.nvcc);
+  if (ncu.empty()) {
+    std::cerr << "grade profile: Nsight Compute's `ncu` is not on PATH (nor beside nvcc): install Nsight Compute "
+                 "(it comes with the CUDA toolkit) or add its folder to PATH\n";
+    return exit_not_run;
+  }
+  LabResult built;
+  if (!build_lab(job, toolchain, built)) {
+    std::cerr << "grade profile: " << built.note << "\n" << built.build_log << "\n";
+    return exit_failed;
+  }
+  GradeOptions untimed = options;
+  untimed.calibration_dir.clear();
+  const fs::path reference = fs::path(toolchain.build_root) / "labs" / ("lab-" + lab.dir + "-solution.so");
+  const fs::path work(job.work_dir);
+  std::cerr << "grade profile: lab " << lab.id << ", case " << chosen << ", under " << ncu << " (a minute or two)...\n";
+  const ProfiledSide yours =
+      profile_side({lab, toolchain, untimed, work, -1, work / "module.so", "performance"}, ncu, chosen, "yours", false);
+  if (!yours.problem.empty()) {
+    std::cerr << "grade profile: " << yours.problem << "\n";
+    return exit_not_run;
+  }
+  const ProfiledSide theirs =
+      profile_side({lab, toolchain, untimed, work, -1, reference, "performance"}, ncu, chosen, "reference", false);
+  if (!theirs.problem.empty()) {
+    std::cerr << "grade profile: " << theirs.problem << "\n";
+    return exit_not_run;
+  }
+  if (!yours.case_problem.empty())
+    std::cout << (yours.output_wrong ? "Note: your output was wrong in this call: " : "Note: ") << yours.case_problem
+              << "\n\n";
+  std::cout << profile::side_by_side(yours.kernels, theirs.kernels,
+                                     "Lab " + lab.id + " " + lab.name + ", case " + chosen +
+                                         ": one call each under Nsight Compute");
+  return yours.kernels.empty() || !yours.case_problem.empty() ? exit_failed : 0;
 }
 
 LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options) {

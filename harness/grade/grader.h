@@ -20,6 +20,13 @@ struct Toolchain {
 
 Toolchain configured_toolchain();  // what Meson recorded at configure time
 
+// When compute-sanitizer checks a lab's cases again (sanitize.h).
+enum class SanitizeWhen {
+  never,
+  failures,  // the failing correctness cases, when there are any
+  always,    // the failing cases, or the first cases when none fails (`--sanitize`)
+};
+
 struct GradeOptions {
   std::uint64_t seed = 0;   // mixed into every case's inputs (with the instructor's secret)
   bool performance = true;  // run the performance cases
@@ -27,6 +34,8 @@ struct GradeOptions {
   std::string calibration_dir;  // reference timings kept between runs (empty: time them every run)
   std::string gpu_lock_dir;     // where each GPU's lock lives when labs share a GPU (empty: they do not)
   int gpu_count = 1;            // GPUs the batch spreads over: a lab on several locks them all
+  SanitizeWhen sanitize = SanitizeWhen::never;
+  bool live_progress = false;   // a status line on stderr, rewritten in place (a terminal only)
 };
 
 // One lab of one submission.
@@ -62,6 +71,12 @@ std::vector<nlohmann::json> calibrate_lab(const LabSpec& lab, const Toolchain& t
 // output land as .npy files in out_dir/<case>/. Returns the runner's exit status.
 int export_case(const LabSpec& lab, const std::string& case_name, const Toolchain& toolchain,
                 std::uint64_t seed, const std::string& out_dir);
+
+// `grade profile`: the lab's main performance case (`case_name`, or the first in lab.yaml) run
+// once for the submission and once for the reference under Nsight Compute; prints the two
+// side by side. Returns grade's exit status (3 when ncu is missing or may not profile).
+int profile_lab(const LabJob& job, const std::string& case_name, const Toolchain& toolchain,
+                const GradeOptions& options);
 
 // Both stages, one after the other.
 LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options);

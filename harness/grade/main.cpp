@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -176,6 +177,11 @@ int main(int argc, char** argv) {
   app.add_flag("--expect", expect,
                "check each submission against the expected.yaml in its folder (the red-team corpus); "
                "exit 0 when all agree, 1 on a mismatch, 77 when none could run here (no GPU)");
+  bool sanitize = false, no_sanitize = false;
+  app.add_flag("--sanitize", sanitize,
+               "run compute-sanitizer on the failing correctness cases (or, when none fails, the first few); "
+               "`grade lab` does this for failing cases anyway, a batch (--submissions) only with this flag");
+  app.add_flag("--no-sanitize", no_sanitize, "never run compute-sanitizer");
   CLI::App* lab_command = app.add_subcommand("lab", "grade the labs named (number, name or folder)");
   lab_command->add_option("labs", lab_keys, "e.g. 01, histogram or 01-histogram")->required();
   CLI::App* all_command = app.add_subcommand("all", "grade every lab");
@@ -185,6 +191,12 @@ int main(int argc, char** argv) {
   export_command->add_option("lab", export_lab, "the lab (number, name or folder)")->required();
   export_command->add_option("case", export_case, "the case's name in the lab's dataset")->required();
   export_command->fallthrough();
+  std::string profile_lab_key, profile_case;
+  CLI::App* profile_command = app.add_subcommand(
+      "profile", "run a lab's main performance case under Nsight Compute (ncu), yours beside the reference's");
+  profile_command->add_option("lab", profile_lab_key, "the lab (number, name or folder)")->required();
+  profile_command->add_option("--case", profile_case, "the performance case (default: the first in lab.yaml)");
+  profile_command->fallthrough();
   CLI::App* calibrate_command = app.add_subcommand(
       "calibrate", "time the reference solutions afresh and keep the times for later runs on this GPU (needs a GPU)");
   calibrate_command->add_option("labs", lab_keys, "the labs (default: all)");
@@ -232,6 +244,21 @@ int main(int argc, char** argv) {
       const fs::path out = out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "exports" : fs::path(out_dir);
       return grade::export_case(grade::find_lab(catalog, export_lab), export_case, toolchain, seed, out.string());
     }
+    const std::string who = solution ? "solution" : "student";
+    const std::string base = solution ? toolchain.source_root + "/solutions" : toolchain.source_root;
+    if (profile_command->parsed()) {
+      const grade::LabSpec& lab = grade::find_lab(catalog, profile_lab_key);
+      grade::GradeOptions profiling;
+      profiling.seed = labkit::mix_seeds(seed, secret_seed(secret_file));
+      const std::string work = (fs::path(toolchain.build_root) / "grade" / "profile" / who / lab.dir).string();
+      try {
+        return grade::profile_lab({&lab, who, grade::find_student_dir(lab, base), work}, profile_case, toolchain,
+                                  profiling);
+      } catch (const std::invalid_argument& error) {  // no such case: the command line's fault
+        std::cerr << "grade profile: " << error.what() << "\n";
+        return 2;
+      }
+    }
     std::vector<grade::LabSpec> chosen;
     if (lab_command->parsed() || ((calibrate_command->parsed() || collect_command->parsed()) && !lab_keys.empty()))
       for (const std::string& key : lab_keys) chosen.push_back(grade::find_lab(catalog, key));
@@ -240,6 +267,13 @@ int main(int argc, char** argv) {
 
     grade::BatchOptions options;
     options.grade = {labkit::mix_seeds(seed, secret_seed(secret_file)), !skip_performance, time_limit};
+    // A student's own run looks at failing cases under compute-sanitizer by default; a class's
+    // batch only when asked, as it costs GPU time per failing lab.
+    const bool batch = !submissions_dir.empty();
+    options.grade.sanitize = no_sanitize ? grade::SanitizeWhen::never
+                             : sanitize  ? (batch ? grade::SanitizeWhen::failures : grade::SanitizeWhen::always)
+                             : batch     ? grade::SanitizeWhen::never
+                                         : grade::SanitizeWhen::failures;
     if (!retime_reference) options.grade.calibration_dir = calibration_folder(toolchain);
     if (calibrate_command->parsed()) return calibrate(chosen, toolchain, options.grade);
     options.build_workers = jobs;
@@ -267,6 +301,7 @@ int main(int argc, char** argv) {
         if (skip_performance) grading_args.push_back("--no-performance");
         if (time_limit > 0) grading_args.insert(grading_args.end(), {"--time-limit", std::to_string(time_limit)});
         if (retime_reference) grading_args.push_back("--retime-reference");
+        if (sanitize) grading_args.push_back("--sanitize");
         const grade::slurm::ScriptContext context{
             (fs::path(toolchain.build_root) / "harness" / "grade" / "labkit-grade").string(),
             fs::absolute(submissions_dir).lexically_normal().string(), fs::absolute(out).lexically_normal().string(),
@@ -287,10 +322,9 @@ int main(int argc, char** argv) {
       return worst == exit_kit_fault ? exit_kit_fault : exit_all_passed;
     }
 
-    const std::string who = solution ? "solution" : "student";
-    const std::string base = solution ? toolchain.source_root + "/solutions" : toolchain.source_root;
     options.work_dir = (fs::path(toolchain.build_root) / "grade" / who).string();
     options.progress = false;
+    options.grade.live_progress = isatty(STDERR_FILENO) != 0;  // quiet and line-oriented in CI and pipes
     std::cerr << "grade: building and running the checks of " << chosen.size() << " lab(s)...\n";
     grade::Report report = grade::grade_batch({{who, base}}, chosen, toolchain, options).front();
     report.mode = solution ? "reference solutions" : "student files";

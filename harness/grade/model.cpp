@@ -69,15 +69,76 @@ std::size_t count_passed(const LabResult& lab, const char* kind, std::size_t& to
 
 }  // namespace
 
+std::string SanitizerFinding::describe() const {
+  std::string text = tool + ": " + what;
+  if (!file.empty()) text += " at " + file + ":" + std::to_string(line);
+  if (!also_at.empty()) text += " (and " + also_at + ")";
+  if (!kernel.empty()) text += ", in " + kernel;
+  if (!thread.empty()) text += ", " + thread;
+  return text;
+}
+
+json to_json(const SanitizerRun& run) {
+  json findings = json::array();
+  for (const SanitizerFinding& f : run.findings)
+    findings.push_back({{"tool", f.tool}, {"what", f.what}, {"file", f.file}, {"line", f.line},
+                        {"also_at", f.also_at}, {"kernel", f.kernel}, {"thread", f.thread},
+                        {"text", f.describe()}});
+  return {{"tool", run.tool}, {"cases", run.cases}, {"findings", findings},
+          {"errors_reported", run.errors_reported}, {"kit_findings", run.kit_findings},
+          {"tool_problem", run.tool_problem}};
+}
+
+SanitizerRun sanitizer_run_from_json(const json& j) {
+  SanitizerRun run{j.value("tool", ""), j.value("cases", std::vector<std::string>{})};
+  for (const json& f : j.value("findings", json::array()))
+    run.findings.push_back({f.value("tool", ""), f.value("what", ""), f.value("file", ""), f.value("line", 0),
+                            f.value("also_at", ""), f.value("kernel", ""), f.value("thread", "")});
+  run.errors_reported = j.value("errors_reported", 0);
+  run.kit_findings = j.value("kit_findings", 0);
+  run.tool_problem = j.value("tool_problem", "");
+  return run;
+}
+
+std::vector<std::string> sanitizer_lines(const LabResult& lab) {
+  std::vector<std::string> lines;
+  for (const SanitizerRun& run : lab.sanitizer) {
+    for (const SanitizerFinding& finding : run.findings) lines.push_back(finding.describe());
+    if (!run.tool_problem.empty()) {
+      lines.push_back(run.tool + ": the tool itself failed (" + run.tool_problem +
+                      "): not a fault of your code, and it costs you nothing");
+      continue;
+    }
+    const int more = run.errors_reported - int(run.findings.size()) - run.kit_findings;
+    if (!run.findings.empty() && more > 0)
+      lines.push_back(run.tool + ": and " + std::to_string(more) + " more report(s) like these");
+    if (run.findings.empty())
+      lines.push_back(run.tool + ": nothing found" +
+                      (run.kit_findings > 0 ? " in your code (" + std::to_string(run.kit_findings) +
+                                                  " report(s) in the kit's own files left out)"
+                                            : std::string()));
+  }
+  return lines;
+}
+
+static std::string sanitizer_cases(const LabResult& lab) {
+  std::string cases;
+  if (!lab.sanitizer.empty())
+    for (const std::string& name : lab.sanitizer.front().cases) cases += (cases.empty() ? "" : ", ") + name;
+  return cases;
+}
+
 json to_json(const LabResult& lab) {
   json cases = json::array();
   for (const CaseResult& c : lab.cases)
     cases.push_back({{"name", c.name}, {"kind", c.kind}, {"hidden", c.hidden}, {"ran", c.ran},
                      {"passed", c.passed}, {"message", c.message}, {"points", c.points},
                      {"max_points", c.max_points}, {"timing", c.timing}});
+  json sanitizer = json::array();
+  for (const SanitizerRun& run : lab.sanitizer) sanitizer.push_back(to_json(run));
   return {{"id", lab.id}, {"name", lab.name}, {"title", lab.title}, {"status", to_string(lab.status)},
           {"note", lab.note}, {"build_log", lab.build_log}, {"run_log", lab.run_log}, {"device", lab.device},
-          {"points", lab.points}, {"max_points", lab.max_points}, {"cases", cases}};
+          {"points", lab.points}, {"max_points", lab.max_points}, {"cases", cases}, {"sanitizer", sanitizer}};
 }
 
 LabResult lab_from_json(const json& j) {
@@ -93,6 +154,7 @@ LabResult lab_from_json(const json& j) {
   for (const json& c : j.at("cases"))
     lab.cases.push_back({c.at("name"), c.at("kind"), c.at("hidden"), c.at("ran"), c.at("passed"), c.at("message"),
                          c.at("points"), c.at("max_points"), c.at("timing")});
+  for (const json& run : j.value("sanitizer", json::array())) lab.sanitizer.push_back(sanitizer_run_from_json(run));
   add_totals(lab);
   return lab;
 }
@@ -133,6 +195,10 @@ std::string to_text(const Report& report, bool show_hidden_details) {
             << visible_message(c, show_hidden_details) << "\n";
       }
     }
+    if (!lab.sanitizer.empty()) {
+      out << "  compute-sanitizer, on " << sanitizer_cases(lab) << " (your lines, the first findings):\n";
+      for (const std::string& line : sanitizer_lines(lab)) out << "    " << line << "\n";
+    }
     out << "  performance:\n";
     for (const CaseResult& c : lab.cases) {
       if (c.kind != "performance") continue;
@@ -165,6 +231,10 @@ std::string to_markdown(const Report& report, bool show_hidden_details) {
       out << "| " << c.name << (c.hidden ? " (hidden)" : "") << " | " << c.kind << " | "
           << (c.passed ? "pass" : c.ran ? "fail" : "not run") << " | "
           << format("%.1f / %.1f", c.points, c.max_points) << " | " << details << " |\n";
+    }
+    if (!lab.sanitizer.empty()) {
+      out << "\n**compute-sanitizer**, on " << sanitizer_cases(lab) << ":\n\n";
+      for (const std::string& line : sanitizer_lines(lab)) out << "- `" << line << "`\n";
     }
   }
   return out.str();

@@ -33,6 +33,28 @@ struct CaseResult {
   nlohmann::json timing;  // performance cases: the runner's record
 };
 
+// One finding of compute-sanitizer, located in the student's source where the tool could say.
+struct SanitizerFinding {
+  std::string tool;     // "memcheck", "racecheck", "synccheck", "initcheck"
+  std::string what;     // "write-after-read hazard on shared memory"
+  std::string file;     // the student's file name ("histogram.cu"); empty when the tool gave none
+  int line = 0;
+  std::string also_at;  // the other access of a race or hazard ("histogram.cu:30")
+  std::string kernel;
+  std::string thread;   // "thread (3,0,0) in block (1,0,0)"
+  std::string describe() const;  // "racecheck: write-after-read hazard on shared memory at histogram.cu:23"
+};
+
+// One tool's run over the lab's failing cases.
+struct SanitizerRun {
+  std::string tool;
+  std::vector<std::string> cases;
+  std::vector<SanitizerFinding> findings;  // the first few, in the student's code
+  int errors_reported = 0;                 // the tool's own count (ERROR SUMMARY), all of them
+  int kit_findings = 0;                    // located in the kit's files: left out, not the student's
+  std::string tool_problem;  // the tool itself failed or timed out: never counted as the student's
+};
+
 struct LabResult {
   std::string id;     // "01"
   std::string name;   // "histogram"
@@ -45,6 +67,7 @@ struct LabResult {
   double points = 0;
   double max_points = 0;
   nlohmann::json device;
+  std::vector<SanitizerRun> sanitizer;  // compute-sanitizer on failing cases; advisory, never scored
 };
 
 struct Report {
@@ -59,6 +82,10 @@ void add_totals(LabResult& lab);
 void add_totals(Report& report);
 
 nlohmann::json to_json(const Report& report);
+nlohmann::json to_json(const SanitizerRun& run);
+SanitizerRun sanitizer_run_from_json(const nlohmann::json& run);
+// Lines for a reader, one per finding or per tool that found nothing or failed.
+std::vector<std::string> sanitizer_lines(const LabResult& lab);
 nlohmann::json to_json(const LabResult& lab);
 LabResult lab_from_json(const nlohmann::json& lab);  // the inverse of to_json
 std::string to_text(const Report& report, bool show_hidden_details);

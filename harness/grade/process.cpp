@@ -185,7 +185,13 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits) {
       if (poll(&poll_fd, 1, 100) > 0) {
         char buffer[65536];
         const ssize_t n = read(channel[0], buffer, sizeof buffer);
-        if (n > 0) pending.append(buffer, std::size_t(n)), take_lines(pending, outcome.result_lines);
+        if (n > 0) {
+          const std::size_t known = outcome.result_lines.size();
+          pending.append(buffer, std::size_t(n));
+          take_lines(pending, outcome.result_lines);
+          if (request.on_result_line)
+            for (std::size_t i = known; i < outcome.result_lines.size(); ++i) request.on_result_line(outcome.result_lines[i]);
+        }
         if (n == 0) close(channel[0]), channel[0] = -1;
       }
     } else {

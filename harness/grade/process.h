@@ -3,6 +3,7 @@
 // optional result channel (a pipe the grader owns).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ struct ChildRequest {
   std::string working_directory;
   bool result_channel = false;
   std::string result_token;
+  std::function<void(const std::string&)> on_result_line;  // called as each line arrives (progress)
 };
 
 ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits);

@@ -64,6 +64,7 @@ pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; paddin
 .plot-title { font-size: 13px; color: #57606a; margin: 6px 0 2px; }
 svg text { font: 12px system-ui, "DejaVu Sans", sans-serif; fill: #1f2328; }
 svg text.dim { fill: #57606a; }
+ul.sanitizer li { margin: 4px 0; word-break: break-word; }
 svg text.label { font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 4px; }
 )";
 
@@ -175,6 +176,17 @@ void performance_case(std::ostringstream& out, const CaseResult& c, const Perfor
   out << "</div>";
 }
 
+// compute-sanitizer's first findings on the failing cases, each with the student's file and line.
+void sanitizer_section(std::ostringstream& out, const LabResult& lab) {
+  if (lab.sanitizer.empty()) return;
+  out << "<h3>compute-sanitizer</h3><p class=\"note\">run again under the tools on: ";
+  for (std::size_t i = 0; i < lab.sanitizer.front().cases.size(); ++i)
+    out << (i ? ", " : "") << "<code>" << html_escaped(lab.sanitizer.front().cases[i]) << "</code>";
+  out << "</p><ul class=\"sanitizer\">";
+  for (const std::string& line : sanitizer_lines(lab)) out << "<li><code>" << html_escaped(line) << "</code></li>";
+  out << "</ul>";
+}
+
 void lab_section(std::ostringstream& out, const LabResult& lab, const std::vector<LabSpec>& labs,
                  bool show_hidden_details) {
   const double share = lab.max_points > 0 ? 100 * lab.points / lab.max_points : 0;
@@ -199,7 +211,9 @@ void lab_section(std::ostringstream& out, const LabResult& lab, const std::vecto
         << "</td><td>" << badge(c) << "</td><td class=\"num\">" << format("%.1f / %.1f", c.points, c.max_points)
         << "</td><td class=\"msg\">" << html_escaped(visible_message(c, show_hidden_details)) << "</td></tr>";
   }
-  out << "</table><h3>performance</h3>";
+  out << "</table>";
+  sanitizer_section(out, lab);
+  out << "<h3>performance</h3>";
   for (const CaseResult& c : lab.cases)
     if (c.kind == "performance") performance_case(out, c, find_rubric(labs, lab, c.name));
   out << "</section>";

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -36,6 +37,9 @@ struct Thresholds {
 struct RunnerOptions {
   std::string student, reference, dataset, export_dir, host, rubric, calibration_dir, kit_fingerprint;
   std::vector<std::string> forbidden_libraries;
+  std::vector<std::string> host_wrapper;  // a tool the submission's host runs under (--host-wrapper, repeated)
+  double tool_slowdown = 1;               // the tool's slowdown: call and start limits grow by it
+  bool profile = false;                   // performance cases: one untimed call of the student's side
   double call_seconds = 5;
   bool calibrate = false;    // time the reference only, and store it
   bool time_failed = false;  // time even after a correctness case failed
@@ -234,7 +238,13 @@ static bool context_lost() {
   return cudaDeviceSynchronize() != cudaSuccess;
 }
 
+// Tells the grader what is starting, so that a person at a terminal sees it (grader.cpp).
+static void report_progress(const Case& c, const char* stage) {
+  emit_result({{"type", "progress"}, {"kind", c.kind}, {"case", c.name}, {"stage", stage}});
+}
+
 void run_case(const Case& c, const std::function<void()>& body) {
+  report_progress(c, "checking");
   try {
     body();
   } catch (const std::exception& error) {
@@ -284,10 +294,28 @@ bool timing_wanted(const Case& c) {
   return false;
 }
 
+// `grade profile`: the student's side is called once, untimed, while a profiler watches the
+// host process; the reference is profiled the same way, as the --student of another run.
+static void profile_once(const Case& c, const PerfSubject& student_side) {
+  std::string error;
+  try {
+    if (student_side.call.prepare) student_side.call.prepare(0);
+    student_side.call.launch(nullptr);
+    error = student_side.check_output();
+  } catch (const std::exception& failure) {
+    error = failure.what();
+  }
+  emit_result({{"type", "profiled"}, {"case", c.name}, {"output_ok", error.empty()}, {"message", error}});
+  std::printf("[%7.2f s] %-24s profiled one call%s\n", seconds_running(), c.name.c_str(),
+              error.empty() ? "" : (": " + error).c_str());
+}
+
 void measure_performance(const Case& c, double bytes_moved, const PerfSubject& student_side,
                          const PerfSubject& reference_side) {
   RunnerState& s = state();
   if (!timing_wanted(c)) return;
+  report_progress(c, s.options.profile ? "profiling" : "timing");
+  if (s.options.profile) return profile_once(c, student_side);
   nlohmann::json record = {{"type", s.options.calibrate ? "calibration" : "performance"}, {"case", c.name},
                            {"bytes", bytes_moved}};
   const double peak = peak_read_gbps();
@@ -387,6 +415,12 @@ RunnerArguments parse_arguments(int argc, char** argv) {
       args.seed = std::stoull(value);
     } else if (take_value("--forbidden-libraries", i, argc, argv, value)) {
       o.forbidden_libraries = split_commas(value);
+    } else if (take_value("--host-wrapper", i, argc, argv, value)) {
+      o.host_wrapper.push_back(value);
+    } else if (take_value("--tool-slowdown", i, argc, argv, value)) {
+      o.tool_slowdown = std::max(1.0, std::stod(value));
+    } else if (std::strcmp(argv[i], "--profile") == 0) {
+      o.profile = true;
     } else if (take_value("--call-time-limit", i, argc, argv, value)) {
       o.call_seconds = std::stod(value);
     } else if (take_value("--min-compute-capability", i, argc, argv, value)) {
@@ -424,6 +458,9 @@ void load_state(const RunnerArguments& args) {
   if (!s.options.student.empty()) {
     HostOptions host{s.options.host, s.options.student, s.options.call_seconds};
     host.forbidden_libraries = s.options.forbidden_libraries;
+    host.wrapper = s.options.host_wrapper;
+    host.call_seconds *= s.options.tool_slowdown;
+    host.start_seconds *= std::min(s.options.tool_slowdown, 5.0);  // a tool's start-up is slow, not 20x
     s.student = std::make_unique<HostProcess>(host);
   }
   s.thresholds = load_thresholds(s.options.rubric);

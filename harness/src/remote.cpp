@@ -36,6 +36,25 @@ std::vector<std::string> host_environment(const std::string& scratch) {
   return variables;
 }
 
+// Under a tool, the sandbox must let the host read the tool's own folder (the libraries it
+// injects) and use what the tool talks through; the host's sandbox (sandbox.cpp) reads these
+// two variables. Only the trusted runner sets them: the submission's code runs later.
+void add_tool_environment(const std::vector<std::string>& wrapper, std::vector<std::string>& variables) {
+  if (wrapper.empty()) return;
+  std::error_code error;
+  const std::filesystem::path tool = std::filesystem::canonical(wrapper.front(), error);
+  const std::filesystem::path resolved = error ? std::filesystem::path(wrapper.front()) : tool;
+  variables.push_back("LABKIT_TOOL=" + std::filesystem::path(wrapper.front()).filename().string());
+  variables.push_back("LABKIT_TOOL_DIR=" + resolved.parent_path().string());
+}
+
+std::string with_start_number(std::string argument, int start) {
+  const std::string marker = "{start}";
+  for (std::size_t at; (at = argument.find(marker)) != std::string::npos;)
+    argument.replace(at, marker.size(), std::to_string(start));
+  return argument;
+}
+
 std::vector<char*> pointers(std::vector<std::string>& strings) {
   std::vector<char*> out;
   for (auto& s : strings) out.push_back(s.data());
@@ -72,9 +91,10 @@ void HostProcess::start() {
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) throw std::runtime_error("socketpair failed");
   scratch_ = make_scratch();
-  std::vector<std::string> argv_strings = {options_.executable, "--scratch", scratch_};
-  if (!options_.module.empty()) argv_strings.insert(argv_strings.end(), {"--module", options_.module});
+  ++starts_;
+  std::vector<std::string> argv_strings = command_line();
   std::vector<std::string> env_strings = host_environment(scratch_);
+  add_tool_environment(options_.wrapper, env_strings);
   std::vector<char*> argv = pointers(argv_strings), envp = pointers(env_strings);
 
   pid_ = fork();
@@ -101,7 +121,33 @@ void HostProcess::start() {
   std::printf("host %d started in %.2f s (%s)\n", int(pid_), (now_ms() - started_ms) / 1e3, sandbox_.c_str());
 }
 
+// The host's command line, behind the tool's when it runs under one.
+std::vector<std::string> HostProcess::command_line() const {
+  std::vector<std::string> argv;
+  for (const std::string& argument : options_.wrapper) argv.push_back(with_start_number(argument, starts_));
+  argv.insert(argv.end(), {options_.executable, "--scratch", scratch_});
+  if (!options_.module.empty()) argv.insert(argv.end(), {"--module", options_.module});
+  return argv;
+}
+
+// A tool writes its findings when its target ends: the host ends by itself once its socket
+// closes, and the tool gets a while to finish before it is killed.
+void HostProcess::wait_for_wrapper() {
+  if (socket_ >= 0) close(socket_);
+  socket_ = -1;
+  const double deadline = now_ms() + options_.wrapper_exit_seconds * 1000;
+  while (now_ms() < deadline) {
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    usleep(20 * 1000);
+  }
+}
+
 void HostProcess::stop() {
+  if (pid_ > 0 && !options_.wrapper.empty() && !hung_) wait_for_wrapper();
+  hung_ = false;
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
@@ -138,6 +184,7 @@ wire::Reply HostProcess::receive(double seconds, const char* doing) {
   pollfd ready{socket_, POLLIN, 0};
   const int polled = poll(&ready, 1, int(seconds * 1000));
   if (polled == 0) {
+    hung_ = true;
     stop();
     ++hangs_;
     throw SubmissionFailure("your code did not return within " + std::to_string(int(seconds)) + " s " + doing +

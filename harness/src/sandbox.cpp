@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -34,8 +35,31 @@ constexpr uid_t nobody = 65534;
   throw std::runtime_error("sandbox: " + what + ": " + std::strerror(errno));
 }
 
-std::string drop_root() {
+// A tool the host runs under (compute-sanitizer, ncu), as the runner named it in the host's
+// environment before any of the submission's code could run (remote.cpp). The variables are
+// removed here so the submission does not see them.
+struct HostTool {
+  std::string name;    // empty: no tool
+  std::string folder;  // where the tool's injected libraries live
+};
+
+HostTool host_tool() {
+  HostTool tool;
+  if (const char* name = std::getenv("LABKIT_TOOL")) tool.name = name;
+  if (const char* folder = std::getenv("LABKIT_TOOL_DIR")) tool.folder = folder;
+  unsetenv("LABKIT_TOOL");
+  unsetenv("LABKIT_TOOL_DIR");
+  return tool;
+}
+
+// Nsight Compute reads the GPU's performance counters from the profiled process, which the
+// driver allows only to the user that may profile (root by default): under ncu the host keeps
+// its user. Profiling is a student's own look at their code, never a grading run.
+bool keeps_user_for(const HostTool& tool) { return tool.name == "ncu"; }
+
+std::string drop_root(const HostTool& tool) {
   if (geteuid() != 0) return "uid " + std::to_string(geteuid());
+  if (keeps_user_for(tool)) return "uid 0 (kept: ncu reads the GPU's counters)";
   if (setgroups(0, nullptr) != 0 || setresgid(nobody, nobody, nobody) != 0 || setresuid(nobody, nobody, nobody) != 0)
     fail("cannot switch to user nobody");
   return "uid " + std::to_string(nobody) + " (nobody)";
@@ -105,7 +129,30 @@ void allow(int ruleset, const std::string& path, std::uint64_t rights, int abi) 
   if (added != 0) fail("landlock_add_rule " + path);
 }
 
-std::string restrict_files(const SandboxPolicy& policy) {
+// Under a tool: its folder readable (libraries it loads late), and /dev/shm, through which
+// the tools' injected code and their front end may talk. Nothing of the kit's.
+// The tools' front ends are often scripts in the toolkit's bin/ that start the real program
+// elsewhere: the folders of the libraries the tool injected (CUDA_INJECTION64_PATH, and those
+// already mapped from its install) are where it loads more from.
+std::set<std::string> tool_library_folders() {
+  std::set<std::string> folders;
+  if (const char* injected = std::getenv("CUDA_INJECTION64_PATH"))
+    folders.insert(std::filesystem::path(injected).parent_path().string());
+  for (const std::string& file : mapped_libraries())
+    if (file.find("nsight-compute") != std::string::npos || file.find("compute-sanitizer") != std::string::npos)
+      folders.insert(std::filesystem::path(file).parent_path().string());
+  return folders;
+}
+
+void allow_tool(int ruleset, const HostTool& tool, int abi) {
+  if (tool.name.empty()) return;
+  if (!tool.folder.empty()) allow(ruleset, tool.folder, read_rights, abi);
+  for (const std::string& folder : tool_library_folders())
+    if (!folder.empty()) allow(ruleset, folder, read_rights, abi);
+  allow(ruleset, "/dev/shm", all_rights(abi), abi);
+}
+
+std::string restrict_files(const SandboxPolicy& policy, const HostTool& tool) {
   const int abi = int(syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION));
   if (abi < 1) return "no Landlock in this kernel: files are not fenced off";
   landlock_ruleset_attr attributes{};
@@ -118,6 +165,7 @@ std::string restrict_files(const SandboxPolicy& policy) {
   for (const std::string& file : mapped_libraries()) allow(ruleset, file, read_rights, abi);
   for (const std::string& file : policy.readable_files) allow(ruleset, file, read_rights, abi);
   if (!policy.scratch_dir.empty()) allow(ruleset, policy.scratch_dir, all_rights(abi), abi);
+  allow_tool(ruleset, tool, abi);
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail("landlock_restrict_self");
   close(ruleset);
   return "Landlock ABI " + std::to_string(abi);
@@ -126,9 +174,11 @@ std::string restrict_files(const SandboxPolicy& policy) {
 }  // namespace
 
 std::string enter_sandbox(const SandboxPolicy& policy) {
-  const std::string user = drop_root();
+  const HostTool tool = host_tool();
+  const std::string user = drop_root(tool);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs");
-  return user + ", " + restrict_files(policy);
+  const std::string under = tool.name.empty() ? "" : ", under " + tool.name + " (its folder and /dev/shm readable)";
+  return user + ", " + restrict_files(policy, tool) + under;
 }
 
 }  // namespace labkit

@@ -32,6 +32,11 @@ struct HostOptions {
   double start_seconds = 60;         // loading the module (constructors included)
   std::vector<std::string> forbidden_libraries;  // file-name stems that must never be mapped
   int max_hangs = 2;  // after this many hangs, further calls are refused at once
+  // A tool the host runs under (compute-sanitizer, ncu): its command line, put before the
+  // host's own. "{start}" in an argument becomes the ordinal of this start (1, 2...), so that
+  // each process the tool watches writes its own log. Empty: the host runs alone.
+  std::vector<std::string> wrapper;
+  double wrapper_exit_seconds = 30;  // how long stop() lets the tool write its results (not after a hang)
 };
 
 class HostProcess {
@@ -59,6 +64,8 @@ private:
   void map_buffers(const wire::Request& request);
   void unmap_freed();
   void check_libraries();
+  std::vector<std::string> command_line() const;
+  void wait_for_wrapper();
 
   HostOptions options_;
   pid_t pid_ = -1;
@@ -68,6 +75,8 @@ private:
   std::string forbidden_seen_;
   std::set<std::uint64_t> mapped_;
   int hangs_ = 0;
+  int starts_ = 0;
+  bool hung_ = false;  // the last call never returned: a tool's host is killed at once, not waited for
   double last_wall_ms_ = 0;
 };
 

@@ -1,0 +1,163 @@
+// Lab 11 benchmark: for each case, the three phases of the job alone (all copies in, the kernel
+// over all pixels, all copies out) and the slowest of them, the bound no pipeline can beat;
+// then the starter's serial version, a version staged through pageable memory, the chapter's
+// four streams with few and with more chunks, and the reference solution, each as ms, x the
+// bound (the lab's goal: at most 1.15) and the grader's ratio (reference time / its time).
+// No library does this job, so the bound is the anchor. Not a test: it prints numbers.
+#include "pipeline.h"
+
+#include <labkit/bench.h>
+#include <labkit/buffer.h>
+#include <labkit/device.h>
+#include <labkit/generators.h>
+#include <labkit/timing.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+namespace {
+
+using labkit::DeviceBuffer;
+using labkit::HostBuffer;
+constexpr int threads_per_block = 256;
+
+__global__ void bench_merge_kernel(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int rounds) {
+  const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = merge_element(a[i], b[i], rounds);
+}
+
+void launch_merge(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int rounds, cudaStream_t stream) {
+  const unsigned blocks = unsigned((n + threads_per_block - 1) / threads_per_block);
+  bench_merge_kernel<<<blocks, threads_per_block, 0, stream>>>(a, b, out, n, rounds);
+}
+
+struct Job {
+  size_t n;
+  int rounds;
+  HostBuffer<uint32_t> h_a, h_b, h_out;
+  DeviceBuffer<uint32_t> d_a, d_b, d_out;
+  std::vector<uint32_t> expected;
+};
+
+using Variant = std::function<void(Job&, cudaStream_t)>;
+
+// Chunk k, whole, on stream k % stream count (the chapter's loop, with a short last chunk).
+void pipelined(Job& job, const std::vector<cudaStream_t>& streams, size_t chunk_count) {
+  const size_t chunk = (job.n + chunk_count - 1) / chunk_count;
+  size_t k = 0;
+  for (size_t begin = 0; begin < job.n; begin += chunk, ++k) {
+    const size_t count = std::min(chunk, job.n - begin);
+    const size_t bytes = count * sizeof(uint32_t);
+    cudaStream_t stream = streams[k % streams.size()];
+    cudaMemcpyAsync(job.d_a.data() + begin, job.h_a.data() + begin, bytes, cudaMemcpyHostToDevice, stream);
+    cudaMemcpyAsync(job.d_b.data() + begin, job.h_b.data() + begin, bytes, cudaMemcpyHostToDevice, stream);
+    launch_merge(job.d_a.data() + begin, job.d_b.data() + begin, job.d_out.data() + begin, count, job.rounds, stream);
+    cudaMemcpyAsync(job.h_out.data() + begin, job.d_out.data() + begin, bytes, cudaMemcpyDeviceToHost, stream);
+  }
+}
+
+// The starter's shape, but through pageable staging buffers as a program that keeps its data in
+// std::vector would: the copies are staged by the driver and block the host.
+void through_pageable(Job& job, std::vector<uint32_t>& stage_a, std::vector<uint32_t>& stage_b,
+                      std::vector<uint32_t>& stage_out, cudaStream_t stream) {
+  const size_t bytes = job.n * sizeof(uint32_t);
+  std::copy(job.h_a.data(), job.h_a.data() + job.n, stage_a.data());
+  std::copy(job.h_b.data(), job.h_b.data() + job.n, stage_b.data());
+  cudaMemcpyAsync(job.d_a.data(), stage_a.data(), bytes, cudaMemcpyHostToDevice, stream);
+  cudaMemcpyAsync(job.d_b.data(), stage_b.data(), bytes, cudaMemcpyHostToDevice, stream);
+  launch_merge(job.d_a.data(), job.d_b.data(), job.d_out.data(), job.n, job.rounds, stream);
+  cudaMemcpyAsync(stage_out.data(), job.d_out.data(), bytes, cudaMemcpyDeviceToHost, stream);
+  cudaStreamSynchronize(stream);
+  std::copy(stage_out.begin(), stage_out.end(), job.h_out.data());
+}
+
+double time_ms(Job& job, const Variant& run) {
+  labkit::TimedCall call;
+  call.launch = [&](cudaStream_t stream) { run(job, stream); };
+  call.prepare = [&](int) { job.h_out.poison(); };
+  call.host_clock = true;  // several streams and host memory: events on one stream would miss work
+  return labkit::time_call(call).ms.median;
+}
+
+void print_row(const char* label, const char* name, double ms, double bound_ms, double reference_ms, bool right) {
+  std::printf("%-22s %-34s %9.3f ms  %5.2f x bound  ratio %5.3f%s\n", label, name, ms, ms / bound_ms,
+              reference_ms > 0 ? reference_ms / ms : 0.0, right ? "" : "  WRONG OUTPUT");
+}
+
+void bench_case(const char* label, size_t n, int rounds) {
+  Job job{n, rounds, HostBuffer<uint32_t>(n), HostBuffer<uint32_t>(n), HostBuffer<uint32_t>(n),
+          DeviceBuffer<uint32_t>(n), DeviceBuffer<uint32_t>(n), DeviceBuffer<uint32_t>(n), {}};
+  job.h_a.assign(labkit::generate<uint32_t>(n, {labkit::Distribution::uniform, 42, 0, 4294967295.0}));
+  job.h_b.assign(labkit::generate<uint32_t>(n, {labkit::Distribution::uniform, 43, 0, 4294967295.0}));
+  const size_t bytes = n * sizeof(uint32_t);
+  // The expected image from the plain kernel (a CPU pass would take seconds), spot-checked.
+  job.expected.resize(n);
+  cudaMemcpy(job.d_a.data(), job.h_a.data(), bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(job.d_b.data(), job.h_b.data(), bytes, cudaMemcpyHostToDevice);
+  launch_merge(job.d_a.data(), job.d_b.data(), job.d_out.data(), n, rounds, nullptr);
+  cudaMemcpy(job.expected.data(), job.d_out.data(), bytes, cudaMemcpyDeviceToHost);
+  for (size_t i = 0; i < n; i += 4099)
+    if (merge_element(job.h_a[i], job.h_b[i], rounds) != job.expected[i]) std::printf("KERNEL DISAGREES WITH CPU\n");
+
+  // The three phases alone.
+  const double copy_in_ms = time_ms(job, [bytes](Job& j, cudaStream_t s) {
+    cudaMemcpyAsync(j.d_a.data(), j.h_a.data(), bytes, cudaMemcpyHostToDevice, s);
+    cudaMemcpyAsync(j.d_b.data(), j.h_b.data(), bytes, cudaMemcpyHostToDevice, s);
+  });
+  const double compute_ms = time_ms(job, [](Job& j, cudaStream_t s) {
+    launch_merge(j.d_a.data(), j.d_b.data(), j.d_out.data(), j.n, j.rounds, s);
+  });
+  const double copy_out_ms = time_ms(job, [bytes](Job& j, cudaStream_t s) {
+    cudaMemcpyAsync(j.h_out.data(), j.d_out.data(), bytes, cudaMemcpyDeviceToHost, s);
+  });
+  const double bound_ms = std::max({copy_in_ms, compute_ms, copy_out_ms});
+  std::printf("%-22s all copies in %.3f ms (%.1f GB/s), kernel %.3f ms, all copies out %.3f ms (%.1f GB/s); "
+              "one after another %.3f ms; bound (slowest alone) %.3f ms\n",
+              label, copy_in_ms, labkit::gigabytes_per_second(2.0 * bytes, copy_in_ms), compute_ms, copy_out_ms,
+              labkit::gigabytes_per_second(double(bytes), copy_out_ms), copy_in_ms + compute_ms + copy_out_ms,
+              bound_ms);
+
+  std::vector<cudaStream_t> streams(4);
+  for (cudaStream_t& s : streams) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  std::vector<uint32_t> stage_a(n), stage_b(n), stage_out(n);
+  const double reference_ms = time_ms(job, [](Job& j, cudaStream_t s) {
+    merge_pipelined(j.h_a.data(), j.h_b.data(), j.h_out.data(), j.n, j.rounds, j.d_a.data(), j.d_b.data(),
+                    j.d_out.data(), s);
+  });
+  const bool reference_right = std::equal(job.expected.begin(), job.expected.end(), job.h_out.data());
+
+  const struct {
+    const char* name;
+    Variant run;
+  } variants[] = {
+      {"starter: one stream, serial",
+       [&](Job& j, cudaStream_t s) { pipelined(j, {s}, 1); }},
+      {"pageable staging, one stream",
+       [&](Job& j, cudaStream_t s) { through_pageable(j, stage_a, stage_b, stage_out, s); }},
+      {"chapter: 4 streams, 4 chunks", [&](Job& j, cudaStream_t) { pipelined(j, streams, 4); }},
+      {"chapter: 4 streams, 16 chunks", [&](Job& j, cudaStream_t) { pipelined(j, streams, 16); }},
+      {"4 streams, 96 chunks", [&](Job& j, cudaStream_t) { pipelined(j, streams, 96); }},
+  };
+  for (const auto& v : variants) {
+    const double ms = time_ms(job, v.run);
+    const bool right = std::equal(job.expected.begin(), job.expected.end(), job.h_out.data());
+    print_row(label, v.name, ms, bound_ms, reference_ms, right);
+  }
+  print_row(label, "reference solution", reference_ms, bound_ms, reference_ms, reference_right);
+  for (cudaStream_t s : streams) cudaStreamDestroy(s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  labkit::start_benchmark(" (times by the host's clock to the end of all device work)");
+  // The dataset's performance cases: 64Mi pixels, 512 MiB in and 256 MiB out.
+  const size_t n = argc > 1 ? size_t(std::strtoull(argv[1], nullptr, 10)) : size_t(64) << 20;
+  bench_case("balanced (1000 rounds)", n, 1000);
+  bench_case("copy-bound (32 rounds)", n, 32);
+  bench_case("compute-bound (2300)", n, 2300);
+  return 0;
+}

@@ -1,0 +1,409 @@
+// Lab 11 checks: the student's pipelined merge against the checks' own one-thread-per-pixel
+// kernel (itself checked on the CPU) on every dataset case, with guards around the output and
+// junk in the workspace that name the race or slip a wrong answer came from; one case that
+// times the call against its three phases measured in the same run (is anything overlapping
+// at all?); then the speed against the reference solution's.
+#include "pipeline.h"
+
+#include <labkit/lab.h>
+#include <labkit/variants.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+namespace {
+
+using labkit::Case;
+using labkit::DeviceBuffer;
+using labkit::HostBuffer;
+using Pixels = std::vector<uint32_t>;
+
+constexpr uint32_t host_poison = 0x01010101u * labkit::poison_byte;  // h_out before the call
+// The workspace is filled with other bytes than h_out, so that an output which is junk says
+// where it came from: d_out copied back before the kernel wrote it, or d_a/d_b read by the
+// kernel before the copy in had landed.
+constexpr int output_junk_byte = 0x5A;
+constexpr uint32_t output_junk = 0x5A5A5A5Au;
+constexpr int input_junk_byte = 0x3C;
+constexpr uint32_t input_junk = 0x3C3C3C3Cu;
+constexpr size_t guard_elements = 1024;  // poisoned h_out elements past n (and before, with an offset)
+constexpr int threads_per_block = 256;
+
+// ---- inputs and the expected output -------------------------------------------------------
+
+struct Images {
+  Pixels a, b;
+};
+
+// b is drawn like a, from another seed.
+Images make_images(const Case& c, uint64_t seed_shift = 0) {
+  labkit::InputSpec spec = c.input;
+  spec.seed += seed_shift;
+  Images images;
+  images.a = labkit::generate<uint32_t>(c.n, spec);
+  spec.seed = labkit::splitmix64(spec.seed ^ 0xB0B0B0B0ull);
+  images.b = labkit::generate<uint32_t>(c.n, spec);
+  return images;
+}
+
+int rounds_of(const Case& c) { return int(c.integer("rounds")); }
+
+unsigned blocks_for(size_t n) { return unsigned((n + threads_per_block - 1) / threads_per_block); }
+
+// The plainest correct kernel: one thread per pixel, no chunks, no streams.
+__global__ void expected_merge_kernel(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int rounds) {
+  const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = merge_element(a[i], b[i], rounds);
+}
+
+// The kernel above is checked against the CPU at the first and last pixels and at scattered
+// ones: a full CPU pass would take seconds per case at 2000 rounds a pixel.
+void cross_check_on_cpu(const Images& images, int rounds, const Pixels& expected) {
+  const size_t n = expected.size();
+  auto check = [&](size_t i) {
+    if (merge_element(images.a[i], images.b[i], rounds) != expected[i])
+      throw std::logic_error("kit fault: the checks' own kernel disagrees with the CPU at pixel " + std::to_string(i));
+  };
+  for (size_t i = 0; i < std::min<size_t>(n, 512); ++i) check(i);
+  for (size_t i = n - std::min<size_t>(n, 512); i < n; ++i) check(i);
+  for (uint64_t k = 0; k < 4096 && n > 0; ++k) check(size_t(labkit::splitmix64(k) % n));
+}
+
+Pixels expected_output(const Images& images, int rounds) {
+  const size_t n = images.a.size();
+  if (n == 0) return {};
+  DeviceBuffer<uint32_t> a(images.a), b(images.b), out(n);
+  expected_merge_kernel<<<blocks_for(n), threads_per_block>>>(a.data(), b.data(), out.data(), n, rounds);
+  CUDA_CHECK_KERNELS(nullptr);
+  Pixels expected = out.download();
+  cross_check_on_cpu(images, rounds, expected);
+  return expected;
+}
+
+// ---- the buffers a call gets --------------------------------------------------------------
+
+// Pinned host images (shared with the submission's process), the output with poisoned guards
+// on both sides, and the device workspace.
+struct CallBuffers {
+  CallBuffers(const Images& images, size_t offset)
+      : n(images.a.size()),
+        offset(offset),
+        h_a(offset + n),
+        h_b(offset + n),
+        h_out(offset + n + guard_elements),
+        d_a(n),
+        d_b(n),
+        d_out(n) {
+    std::copy(images.a.begin(), images.a.end(), h_a.data() + offset);
+    std::copy(images.b.begin(), images.b.end(), h_b.data() + offset);
+  }
+
+  // Junk in the workspace, poison in the whole output; HostBuffer::poison waits for the device
+  // first, so the memsets are done before the call.
+  void prepare() {
+    CUDA_CHECK(cudaMemset(d_a.data(), input_junk_byte, d_a.bytes()));
+    CUDA_CHECK(cudaMemset(d_b.data(), input_junk_byte, d_b.bytes()));
+    CUDA_CHECK(cudaMemset(d_out.data(), output_junk_byte, d_out.bytes()));
+    h_out.poison();
+  }
+
+  void call(const labkit::Function<decltype(merge_pipelined)>& fn, int rounds, cudaStream_t stream) {
+    fn(h_a.data() + offset, h_b.data() + offset, h_out.data() + offset, n, rounds, d_a.data(), d_b.data(),
+       d_out.data(), stream);
+  }
+
+  Pixels output() const { return Pixels(h_out.data() + offset, h_out.data() + offset + n); }
+
+  size_t n, offset;
+  HostBuffer<uint32_t> h_a, h_b, h_out;
+  DeviceBuffer<uint32_t> d_a, d_b, d_out;
+};
+
+// ---- diagnosis ------------------------------------------------------------------------------
+
+std::string index_text(size_t i) { return std::to_string(i); }
+
+// "" when nothing outside h_out[0..n) was written.
+std::string check_guards(const CallBuffers& buffers) {
+  for (size_t i = 0; i < buffers.offset; ++i)
+    if (buffers.h_out[i] != host_poison)
+      return "wrote h_out[" + std::to_string(int64_t(i) - int64_t(buffers.offset)) +
+             "], before the output's start: check the chunks' host offsets";
+  for (size_t i = 0; i < guard_elements; ++i)
+    if (buffers.h_out[buffers.offset + buffers.n + i] != host_poison)
+      return "wrote h_out[" + std::to_string(buffers.n + i) + "], past the output's end (n = " +
+             std::to_string(buffers.n) + "): the last chunk was copied back whole (hint: it holds only n minus "
+             "its start elements; cudaMemcpyAsync takes bytes, count * sizeof(uint32_t))";
+  return "";
+}
+
+// What the wrong pixels were: counts of each kind, and the first of each.
+struct WrongPixels {
+  size_t unwritten = 0, copied_back_early = 0, read_input_early = 0, other = 0;
+  size_t first_unwritten = 0, first_copied_back_early = 0, first_read_input_early = 0, first_other = 0;
+  bool all_unwritten_trailing = true;  // no right pixel after the first unwritten one
+};
+
+WrongPixels classify(const Images& images, int rounds, const Pixels& expected, const Pixels& actual) {
+  WrongPixels w;
+  const uint32_t both_inputs_junk = merge_element(input_junk, input_junk, rounds);
+  bool seen_right_after_unwritten = false;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (actual[i] == expected[i]) {
+      if (w.unwritten > 0) seen_right_after_unwritten = true;
+      continue;
+    }
+    if (actual[i] == host_poison) {
+      if (w.unwritten++ == 0) w.first_unwritten = i;
+    } else if (actual[i] == output_junk) {
+      if (w.copied_back_early++ == 0) w.first_copied_back_early = i;
+    } else if (actual[i] == both_inputs_junk || actual[i] == merge_element(images.a[i], input_junk, rounds) ||
+               actual[i] == merge_element(input_junk, images.b[i], rounds)) {
+      if (w.read_input_early++ == 0) w.first_read_input_early = i;
+    } else {
+      if (w.other++ == 0) w.first_other = i;
+    }
+  }
+  if (seen_right_after_unwritten) w.all_unwritten_trailing = false;
+  return w;
+}
+
+// The likeliest mistake, from the most telling kind of wrong pixel.
+std::string diagnose(const WrongPixels& w, size_t n) {
+  if (w.copied_back_early > 0)
+    return std::to_string(w.copied_back_early) + " pixels, the first at " + index_text(w.first_copied_back_early) +
+           ", hold what d_out held before the kernel wrote it: they were copied back before their kernel had run. "
+           "Work on different streams is not ordered: a chunk's copy out must be on the same stream as its kernel, "
+           "or wait for it through an event (cudaEventRecord, then cudaStreamWaitEvent)";
+  if (w.read_input_early > 0)
+    return std::to_string(w.read_input_early) + " pixels, the first at " + index_text(w.first_read_input_early) +
+           ", were merged from what d_a or d_b held before the call: the kernel ran before its chunk's copy in had "
+           "landed. Put a chunk's copies in and its kernel on the same stream, or make the kernel's stream wait "
+           "for the copy with an event";
+  if (w.unwritten > 0 && w.all_unwritten_trailing)
+    return "the last " + std::to_string(w.unwritten) + " of " + std::to_string(n) + " pixels (from " +
+           index_text(w.first_unwritten) + " on) were never written: the last chunk, shorter than the others, "
+           "was dropped (hint: the number of chunks is n / chunk rounded up, and the last one holds n minus its "
+           "start)";
+  if (w.unwritten > 0)
+    return std::to_string(w.unwritten) + " pixels, the first at " + index_text(w.first_unwritten) +
+           ", were never written, with right pixels after them: some chunk's copy out is missing, too short "
+           "(elements given where cudaMemcpyAsync takes bytes?), or lands at the wrong offset";
+  return std::to_string(w.other) + " pixels, the first at " + index_text(w.first_other) +
+         ", are wrong and are neither poison nor junk: a chunk was merged from, or copied to, the wrong place "
+         "(check that host and device offsets of a chunk agree, in elements on typed pointers), or merged with "
+         "the wrong rounds";
+}
+
+// Checks inputs, guards and output after a call; "" when all is right.
+std::string check_call(const Case& c, const Images& images, const Pixels& expected, const CallBuffers& buffers) {
+  if (!std::equal(images.a.begin(), images.a.end(), buffers.h_a.data() + buffers.offset) ||
+      !std::equal(images.b.begin(), images.b.end(), buffers.h_b.data() + buffers.offset))
+    return "merge_pipelined changed h_a or h_b: the input images are const and must come back unchanged";
+  const std::string guards = check_guards(buffers);
+  if (!guards.empty()) return guards;
+  const Pixels actual = buffers.output();
+  const labkit::Comparison comparison = labkit::compare_exact(expected, actual);
+  if (comparison.ok()) return "";
+  return diagnose(classify(images, rounds_of(c), expected, actual), c.n) + ". " +
+         comparison.describe([](size_t i) { return "pixel " + std::to_string(i); });
+}
+
+// ---- overlap: the three phases against the whole call ----------------------------------------
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The shortest of `repeats` runs of `body`, each timed by the host's clock up to the end of
+// all device work: the fastest run is the one least disturbed by anything else on the machine.
+template <class Body>
+double fastest_ms(int repeats, Body body) {
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    labkit::synchronize_all_devices();
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    labkit::synchronize_all_devices();
+    best = std::min(best, milliseconds_since(start));
+  }
+  return best;
+}
+
+struct Phases {
+  double copy_in_ms = 0, compute_ms = 0, copy_out_ms = 0;
+  double serial_ms() const { return copy_in_ms + compute_ms + copy_out_ms; }
+  double bound_ms() const { return std::max({copy_in_ms, compute_ms, copy_out_ms}); }
+};
+
+// Each phase over the whole job alone, on a stream of the checks' own, through the same
+// buffers as the call: what a perfect pipeline would be limited by.
+Phases measure_phases(CallBuffers& buffers, int rounds, int repeats) {
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const size_t bytes = buffers.n * sizeof(uint32_t);
+  const uint32_t* h_a = buffers.h_a.data() + buffers.offset;
+  const uint32_t* h_b = buffers.h_b.data() + buffers.offset;
+  uint32_t* h_out = buffers.h_out.data() + buffers.offset;
+  Phases phases;
+  phases.copy_in_ms = fastest_ms(repeats, [&] {
+    CUDA_CHECK(cudaMemcpyAsync(buffers.d_a.data(), h_a, bytes, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cudaMemcpyAsync(buffers.d_b.data(), h_b, bytes, cudaMemcpyHostToDevice, stream));
+  });
+  phases.compute_ms = fastest_ms(repeats, [&] {
+    expected_merge_kernel<<<blocks_for(buffers.n), threads_per_block, 0, stream>>>(
+        buffers.d_a.data(), buffers.d_b.data(), buffers.d_out.data(), buffers.n, rounds);
+    CUDA_CHECK(cudaGetLastError());
+  });
+  phases.copy_out_ms = fastest_ms(repeats, [&] {
+    CUDA_CHECK(cudaMemcpyAsync(h_out, buffers.d_out.data(), bytes, cudaMemcpyDeviceToHost, stream));
+  });
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  return phases;
+}
+
+std::string ms_text(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f ms", ms);
+  return text;
+}
+
+// Names the likely cause when the call took about as long as its phases one after another,
+// or longer.
+std::string diagnose_no_overlap(const Phases& phases, double call_ms) {
+  const double of_serial = call_ms / phases.serial_ms();
+  const std::string measured =
+      " (measured in this run: copies in " + ms_text(phases.copy_in_ms) + ", kernel over all pixels " +
+      ms_text(phases.compute_ms) + ", copy out " + ms_text(phases.copy_out_ms) + "; one after another " +
+      ms_text(phases.serial_ms()) + ", the slowest alone " + ms_text(phases.bound_ms()) + "; your call " +
+      ms_text(call_ms) + ", the best of several). A pipeline keeps all three busy at once and takes little more "
+      "than the slowest alone";
+  char share[64];
+  std::snprintf(share, sizeof share, "%.2f x", of_serial);
+  if (of_serial > 1.3)
+    return std::string("your call took ") + share + " the time of its three phases one after another, so its "
+           "copies ran slower than the pinned copies measured here: copies through pageable memory (a staging "
+           "buffer from malloc, new or std::vector) are staged by the driver, run at a fraction of the speed and "
+           "block the host; so does cudaMemcpy without Async. Copy straight between h_a, h_b, h_out (pinned) and "
+           "the workspace" + measured;
+  return std::string("no overlap: your call took ") + share + " the time of its three phases one after another. "
+         "Likely causes: one stream for everything (a stream runs its work in order, so nothing overlaps); the "
+         "legacy default stream (stream 0 or nullptr), which waits for and blocks every other blocking stream "
+         "(create yours with cudaStreamNonBlocking); a cudaStreamSynchronize or cudaDeviceSynchronize inside the "
+         "chunk loop; a copy from pageable memory, which is synchronous; or too few chunks (with two, at most "
+         "half can overlap)" + measured;
+}
+
+// Beyond the output, the call must overlap its phases: at most `max_fraction_of_serial` of
+// the time they take one after another. The starter fails here.
+void check_overlap(const Case& c, const Images& images, const Pixels& expected, CallBuffers& buffers,
+                   const labkit::Function<decltype(merge_pipelined)>& fn) {
+  const int repeats = int(c.integer("repeats", 3));
+  const Phases phases = measure_phases(buffers, rounds_of(c), repeats);
+  double call_ms = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    buffers.prepare();
+    const auto start = std::chrono::steady_clock::now();
+    buffers.call(fn, rounds_of(c), nullptr);  // returns once every device has finished
+    call_ms = std::min(call_ms, milliseconds_since(start));
+    const std::string error = check_call(c, images, expected, buffers);
+    if (!error.empty()) {
+      labkit::verdict(c, false, "on timed call " + std::to_string(r + 1) + ": " + error);
+      return;
+    }
+  }
+  const double limit = c.number("max_fraction_of_serial", 0.85);
+  const bool overlapped = call_ms <= limit * phases.serial_ms();
+  labkit::verdict(c, overlapped, overlapped ? "" : diagnose_no_overlap(phases, call_ms));
+}
+
+// ---- correctness ----------------------------------------------------------------------------
+
+void check_merge(const Case& c) {
+  const Images images = make_images(c);
+  const Pixels expected = expected_output(images, rounds_of(c));
+  labkit::export_array(c, "a", images.a);
+  labkit::export_array(c, "b", images.b);
+  labkit::export_array(c, "expected_out", expected);
+
+  CallBuffers buffers(images, size_t(c.integer("offset", 0)));
+  const auto fn = labkit::Function<decltype(merge_pipelined)>(labkit::student<decltype(merge_pipelined)>("merge_pipelined"));
+  buffers.prepare();
+  buffers.call(fn, rounds_of(c), nullptr);  // the first call also pays for the student's setup
+  const std::string error = check_call(c, images, expected, buffers);
+  if (!error.empty() || c.integer("overlap", 0) == 0) {
+    labkit::verdict(c, error.empty(), error);
+    return;
+  }
+  check_overlap(c, images, expected, buffers, fn);
+}
+
+// ---- performance ----------------------------------------------------------------------------
+
+// Images of the same size and distribution; before each timed call one of them, at random, is
+// copied into the pinned buffers the call reads (as labkit/variants.h does for device inputs).
+struct PerfState {
+  explicit PerfState(const Case& c)
+      : n(c.n), rounds(rounds_of(c)), h_a(n), h_b(n), h_out(n), d_a(n), d_b(n), d_out(n) {
+    for (int variant = 0; variant < labkit::input_variants; ++variant) {
+      variants.push_back(make_images(c, uint64_t(variant)));
+      expected.push_back(expected_output(variants.back(), rounds));
+    }
+  }
+
+  void prepare(int sample) {
+    current = labkit::pick_variant(sample, int(variants.size()));
+    h_a.assign(variants[size_t(current)].a);
+    h_b.assign(variants[size_t(current)].b);
+    d_out.poison();
+    h_out.poison();  // waits for the device first
+  }
+
+  size_t n;
+  int rounds;
+  std::vector<Images> variants;
+  std::vector<Pixels> expected;
+  HostBuffer<uint32_t> h_a, h_b, h_out;
+  DeviceBuffer<uint32_t> d_a, d_b, d_out;
+  int current = 0;
+};
+
+labkit::PerfSubject perf_subject(labkit::Function<decltype(merge_pipelined)> fn, PerfState& s) {
+  labkit::TimedCall call;
+  call.launch = [fn, &s](cudaStream_t stream) {
+    fn(s.h_a.data(), s.h_b.data(), s.h_out.data(), s.n, s.rounds, s.d_a.data(), s.d_b.data(), s.d_out.data(), stream);
+  };
+  call.prepare = [&s](int sample) { s.prepare(sample); };
+  // The work spans several streams and copies through host memory: the host's clock up to
+  // the end of all device work is the honest time.
+  call.host_clock = true;
+  return {call, [&s] { return labkit::compare_exact(s.expected[size_t(s.current)], s.h_out.copy()).describe(); }};
+}
+
+}  // namespace
+
+TEST_SUITE("correctness") {
+  TEST_CASE("merge_pipelined matches a one-thread-per-pixel kernel, and overlaps its phases") {
+    for (const Case& c : labkit::dataset().correctness) {
+      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_merge(c); }); }
+    }
+  }
+}
+
+TEST_SUITE("performance") {
+  TEST_CASE("merge_pipelined time against the reference") {
+    for (const Case& c : labkit::dataset().performance) {
+      SUBCASE(c.name.c_str()) {
+        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
+        PerfState state(c);
+        // What crosses the host link: both images in, the merged image out.
+        const double bytes_moved = 3.0 * sizeof(uint32_t) * double(c.n);
+        labkit::measure_performance(
+            c, bytes_moved, perf_subject(labkit::student<decltype(merge_pipelined)>("merge_pipelined"), state),
+            perf_subject(labkit::reference<decltype(merge_pipelined)>("merge_pipelined"), state));
+      }
+    }
+  }
+}

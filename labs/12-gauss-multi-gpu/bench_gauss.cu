@@ -1,0 +1,187 @@
+// Lab 12 benchmark: the reference solution on 1 GPU and on 2 GPUs (the speed-up is the
+// lab's point: the target is 1.6x or more), beside the chapter's single-GPU three-kernel
+// elimination. Every call is timed by the host's clock to the end of the work on every
+// GPU. Not a test: it prints numbers for people to read.
+#include "gauss.h"
+
+#include <labkit/bench.h>
+#include <labkit/buffer.h>
+#include <labkit/device.h>
+#include <labkit/generators.h>
+#include <labkit/timing.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using labkit::DeviceBuffer;
+constexpr int threads_per_block = 256;
+
+// ---- the chapter's single-GPU version (the lab's starter) -------------------------------
+// [A | b] stored by columns; per pivot: multipliers, pivot-row extraction, row elimination.
+
+int blocks_for(int count) { return (count + threads_per_block - 1) / threads_per_block; }
+
+constexpr int transpose_tile = 32;
+
+__global__ void chapter_transpose_kernel(const float* a, const float* b, float* abt, int n) {
+  __shared__ float tile[transpose_tile][transpose_tile + 1];
+  const int c = blockIdx.x * transpose_tile + threadIdx.x;
+  for (int dy = threadIdx.y; dy < transpose_tile; dy += blockDim.y) {
+    const int r = blockIdx.y * transpose_tile + dy;
+    if (r < n && c < n) tile[dy][threadIdx.x] = a[size_t(r) * n + c];
+  }
+  __syncthreads();
+  const int r = blockIdx.y * transpose_tile + threadIdx.x;
+  for (int dy = threadIdx.y; dy < transpose_tile; dy += blockDim.y) {
+    const int col = blockIdx.x * transpose_tile + dy;
+    if (r < n && col < n) abt[size_t(col) * n + r] = tile[threadIdx.x][dy];
+  }
+  if (blockIdx.x == 0 && threadIdx.y == 0 && r < n) abt[size_t(n) * n + r] = b[r];
+}
+
+__global__ void chapter_multipliers_kernel(const float* abt, float* multipliers, int n, int k) {
+  const int r = k + 1 + blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < n) multipliers[r] = abt[size_t(k) * n + r] / abt[size_t(k) * n + k];
+}
+
+__global__ void chapter_extract_pivot_row_kernel(const float* abt, float* pivot_row, int n, int k) {
+  const int c = k + blockIdx.x * blockDim.x + threadIdx.x;
+  if (c <= n) pivot_row[c] = abt[size_t(c) * n + k];
+}
+
+__global__ void chapter_row_elimination_kernel(float* abt, const float* multipliers, const float* pivot_row, int n,
+                                               int k) {
+  const int r = k + 1 + blockIdx.x * blockDim.x + threadIdx.x;
+  const int c = k + 1 + blockIdx.y;
+  if (r < n) abt[size_t(c) * n + r] -= multipliers[r] * pivot_row[c];
+}
+
+__global__ void chapter_back_substitution_kernel(float* abt, float* x, int n, int k) {
+  const float xk = abt[size_t(n) * n + k] / abt[size_t(k) * n + k];
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r == 0) x[k] = xk;
+  if (r < k) abt[size_t(n) * n + r] -= abt[size_t(k) * n + r] * xk;
+}
+
+struct ChapterScratch {
+  explicit ChapterScratch(int n) : abt(size_t(n + 1) * n), multipliers(n), pivot_row(n + 1) {}
+  DeviceBuffer<float> abt, multipliers, pivot_row;
+};
+
+void chapter_solve(ChapterScratch& s, const float* a, const float* b, float* x, int n, cudaStream_t stream) {
+  const dim3 tiles((n + transpose_tile - 1) / transpose_tile, (n + transpose_tile - 1) / transpose_tile);
+  chapter_transpose_kernel<<<tiles, dim3(transpose_tile, 8), 0, stream>>>(a, b, s.abt.data(), n);
+  for (int k = 0; k + 1 < n; ++k) {
+    const int rows_below = n - k - 1;
+    chapter_multipliers_kernel<<<blocks_for(rows_below), threads_per_block, 0, stream>>>(s.abt.data(),
+                                                                                         s.multipliers.data(), n, k);
+    chapter_extract_pivot_row_kernel<<<blocks_for(n + 1 - k), threads_per_block, 0, stream>>>(s.abt.data(),
+                                                                                              s.pivot_row.data(), n, k);
+    chapter_row_elimination_kernel<<<dim3(blocks_for(rows_below), n - k), threads_per_block, 0, stream>>>(
+        s.abt.data(), s.multipliers.data(), s.pivot_row.data(), n, k);
+  }
+  for (int k = n - 1; k >= 0; --k)
+    chapter_back_substitution_kernel<<<blocks_for(std::max(k, 1)), threads_per_block, 0, stream>>>(s.abt.data(), x,
+                                                                                                   n, k);
+}
+
+// ---- inputs and checking ----------------------------------------------------------------
+
+// Rows dominant by half their off-diagonal sum; b = A x_true (as in the lab's checks).
+void make_system(int n, std::vector<float>& a, std::vector<float>& b) {
+  a = labkit::generate<float>(size_t(n) * n, {labkit::Distribution::uniform, 42, -1, 1});
+  const std::vector<float> x_true = labkit::generate<float>(size_t(n), {labkit::Distribution::uniform, 43, -1, 1});
+  b.assign(size_t(n), 0.f);
+  labkit::parallel_chunks(size_t(n), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      double off = 0;
+      for (size_t j = 0; j < size_t(n); ++j)
+        if (j != i) off += std::fabs(a[i * n + j]);
+      a[i * n + i] = float(1.5 * off + 1);
+      double sum = 0;
+      for (size_t j = 0; j < size_t(n); ++j) sum += double(a[i * n + j]) * x_true[j];
+      b[i] = float(sum);
+    }
+  });
+}
+
+double scaled_residual(int n, const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& x) {
+  double residual = 0, a_norm = 0, x_norm = 0, b_norm = 0;
+  for (size_t i = 0; i < size_t(n); ++i) {
+    double sum = 0, norm = 0;
+    for (size_t j = 0; j < size_t(n); ++j) sum += double(a[i * n + j]) * x[j], norm += std::fabs(a[i * n + j]);
+    residual = std::max(residual, std::fabs(b[i] - sum));
+    a_norm = std::max(a_norm, norm);
+    x_norm = std::max(x_norm, std::fabs(double(x[i])));
+    b_norm = std::max(b_norm, std::fabs(double(b[i])));
+  }
+  return residual / (a_norm * x_norm + b_norm);
+}
+
+struct Row {
+  const char* name;
+  std::function<void(const float*, const float*, float*, int, cudaStream_t)> run;
+  bool needs_two_gpus;
+};
+
+void bench_size(int n, bool with_chapter) {
+  std::vector<float> a_host, b_host;
+  make_system(n, a_host, b_host);
+  const labkit::DeviceScope on_gpu0(0);
+  DeviceBuffer<float> a(a_host.size(), 0), b(b_host.size(), 0), x(size_t(n), 0);
+  a.upload(a_host);
+  b.upload(b_host);
+  const bool two_gpus = labkit::device_count() >= 2;
+
+  std::vector<Row> rows = {
+      {"reference, 1 GPU", [](const float* a, const float* b, float* x, int n, cudaStream_t s) { gauss_solve(a, b, x, n, 1, s); }, false},
+      {"reference, 2 GPUs", [](const float* a, const float* b, float* x, int n, cudaStream_t s) { gauss_solve(a, b, x, n, 2, s); }, true},
+  };
+  std::unique_ptr<ChapterScratch> scratch;
+  if (with_chapter) {
+    scratch = std::make_unique<ChapterScratch>(n);
+    rows.push_back({"chapter: 1 GPU, 3 kernels",
+                    [&scratch](const float* a, const float* b, float* x, int n, cudaStream_t s) { chapter_solve(*scratch, a, b, x, n, s); },
+                    false});
+  }
+
+  const double flops = 2.0 / 3.0 * double(n) * n * n;
+  double one_gpu_ms = 0;
+  for (const Row& row : rows) {
+    if (row.needs_two_gpus && !two_gpus) {
+      std::printf("n=%-6d %-28s not run: needs 2 GPUs, this machine has %d\n", n, row.name, labkit::device_count());
+      continue;
+    }
+    labkit::TimedCall call{[&](cudaStream_t stream) { row.run(a.data(), b.data(), x.data(), n, stream); },
+                           [&](int) { x.poison(); }};
+    call.host_clock = true;
+    const labkit::TimingStats t = labkit::time_call(call);
+    const double residual = scaled_residual(n, a_host, b_host, x.download());
+    const bool right = residual <= 50 * std::sqrt(double(n)) * 1.1920929e-7;
+    if (one_gpu_ms == 0) one_gpu_ms = t.ms.median;
+    std::printf("n=%-6d %-28s %10.2f ms %8.0f GFLOP/s  speed-up vs reference on 1 GPU %5.2fx  (%zu samples, +-%.2f%%)"
+                "  residual %.2g%s\n",
+                n, row.name, t.ms.median, flops / (t.ms.median * 1e6), one_gpu_ms / t.ms.median, t.ms.count,
+                100 * t.ms.relative_error, residual, right ? "" : "  WRONG OUTPUT");
+  }
+}
+
+}  // namespace
+
+int main() {
+  labkit::start_benchmark(" (times by the host clock, to the end of the work on every GPU)");
+  std::printf("GPUs visible: %d. GFLOP/s counts 2n^3/3 operations.\n", labkit::device_count());
+  bench_size(4096, true);
+  bench_size(8192, true);
+  bench_size(12288, true);
+  bench_size(14336, false);  // the chapter's version takes seconds per call from here on
+  bench_size(16384, false);
+  return 0;
+}

@@ -1,0 +1,362 @@
+// Lab 12 checks: every case is solved with gpus = 1 and with gpus = 2, and each answer is
+// judged by its residual (and, for small n, against a double-precision solve on the host);
+// one case also checks that two GPUs are faster than one. Then the 2-GPU call's speed
+// against the reference solution's 2-GPU call.
+#include "gauss.h"
+
+#include <labkit/lab.h>
+#include <labkit/variants.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+namespace {
+
+using labkit::Case;
+using labkit::DeviceBuffer;
+constexpr double fp32_epsilon = 1.1920928955078125e-7;
+constexpr uint32_t poison_bits = 0x01010101u * labkit::poison_byte;
+constexpr int largest_host_solve = 1024;  // a double-precision O(n^3) solve on the host up to here
+constexpr int largest_repeat = 4096;      // the 2-GPU call runs twice up to here, to catch races
+constexpr double required_speedup = 1.18; // the 2-GPU call against the 1-GPU call, in the speed case
+
+// ---- inputs ----------------------------------------------------------------------------
+
+// Runs body(begin, end) over the rows [0, n) on all cores.
+template <class Body>
+void for_row_ranges(int n, Body body) {
+  const int workers = std::max(1, std::min(int(std::thread::hardware_concurrency()), n / 64));
+  if (workers == 1) return body(0, n);
+  std::vector<std::thread> threads;
+  const int chunk = (n + workers - 1) / workers;
+  for (int w = 0; w < workers; ++w) threads.emplace_back(body, std::min(n, w * chunk), std::min(n, (w + 1) * chunk));
+  for (std::thread& t : threads) t.join();
+}
+
+struct System {
+  int n = 0;
+  std::vector<float> a;  // n x n, row-major
+  std::vector<float> b;
+};
+
+// Off-diagonal entries from the case's distribution; each diagonal entry is then set to
+// (1 + dominance) x the sum of its row's other magnitudes, plus 1, so the rows are strictly
+// diagonally dominant. Case options: negative_diagonal (random signs on the diagonal),
+// scale_rows (rows scaled by powers of two from 2^-12 to 2^12, exact in FP32). b = A x_true
+// with x_true uniform in [-1, 1], summed in double.
+System make_system(const Case& c, uint64_t seed_shift = 0) {
+  System s;
+  s.n = int(c.n);
+  const size_t n = size_t(s.n);
+  labkit::InputSpec spec = c.input;
+  spec.seed += seed_shift;
+  s.a = labkit::generate<float>(n * n, spec);
+  const double dominance = c.number("dominance", 0.5);
+  const bool negative_diagonal = c.integer("negative_diagonal", 0) != 0;
+  const bool scale_rows = c.integer("scale_rows", 0) != 0;
+  const uint64_t sign_seed = labkit::splitmix64(spec.seed ^ 0x51A7ull);
+  for_row_ranges(s.n, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      float* row = &s.a[size_t(i) * n];
+      double off_diagonal = 0;
+      for (size_t j = 0; j < n; ++j)
+        if (j != size_t(i)) off_diagonal += std::fabs(double(row[j]));
+      float diagonal = float((1 + dominance) * off_diagonal + 1);
+      if (negative_diagonal && (labkit::splitmix64(sign_seed + uint64_t(i)) & 1)) diagonal = -diagonal;
+      row[i] = diagonal;
+      if (scale_rows) {
+        const float scale = std::ldexp(1.0f, (i * 7) % 25 - 12);
+        for (size_t j = 0; j < n; ++j) row[j] *= scale;
+      }
+    }
+  });
+  labkit::InputSpec x_spec{labkit::Distribution::uniform, labkit::splitmix64(spec.seed ^ 0x5EEDull), -1, 1};
+  const std::vector<float> x_true = labkit::generate<float>(n, x_spec);
+  s.b.resize(n);
+  for_row_ranges(s.n, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      double sum = 0;
+      for (size_t j = 0; j < n; ++j) sum += double(s.a[size_t(i) * n + j]) * x_true[j];
+      s.b[size_t(i)] = float(sum);
+    }
+  });
+  return s;
+}
+
+// Gaussian elimination in double on the host (no pivoting: the rows are dominant).
+std::vector<double> solve_on_host(const System& s) {
+  const size_t n = size_t(s.n);
+  std::vector<double> m(s.a.begin(), s.a.end()), x(s.b.begin(), s.b.end());
+  for (size_t k = 0; k < n; ++k)
+    for (size_t i = k + 1; i < n; ++i) {
+      const double l = m[i * n + k] / m[k * n + k];
+      for (size_t j = k + 1; j < n; ++j) m[i * n + j] -= l * m[k * n + j];
+      x[i] -= l * x[k];
+    }
+  for (size_t k = n; k-- > 0;) {
+    for (size_t j = k + 1; j < n; ++j) x[k] -= m[k * n + j] * x[j];
+    x[k] /= m[k * n + k];
+  }
+  return x;
+}
+
+// ---- judging one answer ----------------------------------------------------------------
+
+// ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf), in double: scale-free, and for a
+// backward-stable solve a small multiple of the precision.
+double scaled_residual(const System& s, const std::vector<float>& x) {
+  const size_t n = size_t(s.n);
+  std::vector<double> row_residual(n), row_norm(n);
+  for_row_ranges(s.n, [&](int begin, int end) {
+    for (int i = begin; i < end; ++i) {
+      double sum = 0, norm = 0;
+      for (size_t j = 0; j < n; ++j) {
+        const double a = s.a[size_t(i) * n + j];
+        sum += a * x[j];
+        norm += std::fabs(a);
+      }
+      row_residual[size_t(i)] = std::fabs(double(s.b[size_t(i)]) - sum);
+      row_norm[size_t(i)] = norm;
+    }
+  });
+  double residual = 0, a_norm = 0, x_norm = 0, b_norm = 0;
+  for (size_t i = 0; i < n; ++i) {
+    residual = std::max(residual, row_residual[i]);
+    a_norm = std::max(a_norm, row_norm[i]);
+    x_norm = std::max(x_norm, std::fabs(double(x[i])));
+    b_norm = std::max(b_norm, std::fabs(double(s.b[i])));
+  }
+  return residual / (a_norm * x_norm + b_norm);
+}
+
+// What FP32 elimination reaches, with a wide margin: errors grow like sqrt(n) x epsilon.
+double residual_bound(int n) { return 50 * std::sqrt(double(n)) * fp32_epsilon; }
+
+// The forward error that bound allows, through the condition number of a matrix whose rows
+// are dominant by `dominance` (at most (2 + d) / d, row scaling aside), with a margin of 4.
+double forward_error_bound(int n, double dominance) { return 4 * residual_bound(n) * (2 + dominance) / dominance; }
+
+std::string show(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+// "" when x is right; otherwise what is wrong with it, in words.
+std::string judge(const Case& c, const System& s, const std::vector<float>& x, const std::vector<double>& host_x) {
+  size_t unwritten = 0, not_finite = 0, first_unwritten = 0, first_not_finite = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &x[i], sizeof bits);
+    if (bits == poison_bits && unwritten++ == 0) first_unwritten = i;
+    if (!std::isfinite(x[i]) && not_finite++ == 0) first_not_finite = i;
+  }
+  if (unwritten > 0)
+    return std::to_string(unwritten) + " of the " + std::to_string(x.size()) + " elements of x were never written (x[" +
+           std::to_string(first_unwritten) + "] still holds the 0xA5 bytes the checks filled it with)";
+  if (not_finite > 0)
+    return std::to_string(not_finite) + " elements of x are NaN or infinite, the first x[" +
+           std::to_string(first_not_finite) + "]: a division by a diagonal element that was never set, or a read "
+           "of memory nobody wrote";
+  const double residual = scaled_residual(s, x);
+  if (!(residual <= residual_bound(s.n)))
+    return "the residual ||b - Ax|| / (||A|| ||x|| + ||b||) is " + show(residual) + ", above the bound " +
+           show(residual_bound(s.n)) + " for n = " + std::to_string(s.n) + " in FP32";
+  if (host_x.empty()) return "";
+  double error = 0, scale = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double e = std::fabs(double(x[i]) - host_x[i]);
+    if (e > error) error = e, worst = i;
+    scale = std::max(scale, std::fabs(host_x[i]));
+  }
+  const double bound = forward_error_bound(s.n, c.number("dominance", 0.5));
+  if (!(error <= bound * std::max(scale, 1e-30)))
+    return "x[" + std::to_string(worst) + "] is " + show(x[worst]) + " but the solution has " + show(host_x[worst]) +
+           " (a double-precision solve on the host)";
+  return "";
+}
+
+// ---- calling the student's solver ------------------------------------------------------
+
+struct DeviceSystem {
+  explicit DeviceSystem(const System& s) : a(s.a.size(), 0), b(s.b.size(), 0), x(size_t(s.n), 0) {
+    a.upload(s.a);
+    b.upload(s.b);
+  }
+  DeviceBuffer<float> a, b, x;
+};
+
+// One call of the student's gauss_solve on `gpus` GPUs; returns x and the call's seconds.
+std::vector<float> solve(DeviceSystem& d, int n, int gpus, double* seconds = nullptr) {
+  d.x.poison();
+  labkit::synchronize_all_devices();
+  const auto start = std::chrono::steady_clock::now();
+  labkit::student<decltype(gauss_solve)>("gauss_solve")(d.a.data(), d.b.data(), d.x.data(), n, gpus, nullptr);
+  const auto end = std::chrono::steady_clock::now();
+  CUDA_CHECK_KERNELS(nullptr);
+  if (seconds != nullptr) *seconds = std::chrono::duration<double>(end - start).count();
+  return d.x.download();
+}
+
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+// Fastest of a few more calls: the first call of each kind has already paid for start-up.
+double fastest_call(DeviceSystem& d, int n, int gpus, int calls) {
+  double best = 1e30;
+  for (int i = 0; i < calls; ++i) {
+    double seconds = 0;
+    solve(d, n, gpus, &seconds);
+    best = std::min(best, seconds);
+  }
+  return best;
+}
+
+// Names the likely mistake from which GPU counts fail, and how.
+std::string diagnose(const std::string& one_gpu, const std::string& two_gpus, bool changes_between_runs) {
+  if (!one_gpu.empty() && !two_gpus.empty())
+    return "wrong with gpus = 1 and with gpus = 2. With gpus = 1: " + one_gpu +
+           ". The elimination or the back substitution is wrong on a single GPU already: check which rows and "
+           "columns each step updates (b's column too), and that every step finishes before the next reads its "
+           "pivot row";
+  if (!one_gpu.empty())
+    return "right with gpus = 2 but wrong with gpus = 1: " + one_gpu +
+           ". gpus = 1 must work too, with every row on device 0";
+  if (changes_between_runs)
+    return "with gpus = 2 the answer changes from run to run (" + two_gpus +
+           "): a race. A GPU reads a pivot row before its peer copy has arrived (hint: record an event after the "
+           "cudaMemcpyPeerAsync on the owner's stream, and cudaStreamWaitEvent on every other GPU's stream before "
+           "it eliminates with that row)";
+  if (two_gpus.find("never written") != std::string::npos)
+    return "right with gpus = 1, but with gpus = 2 " + two_gpus +
+           ": x must be complete on GPU 0, including the unknowns of rows another GPU owns";
+  return "right with gpus = 1 but wrong with gpus = 2: " + two_gpus +
+         ". The pivot row was not made available on the other GPU, or was used before it arrived: when the owner "
+         "of row k has finished it, copy it to every other GPU (cudaMemcpyPeerAsync) and make their streams wait "
+         "on an event recorded after the copy. Check too that each GPU updates exactly the rows it owns";
+}
+
+void check_solve(const Case& c) {
+  // Without a second GPU a 2-GPU call could only be run on one: never a pass.
+  if (labkit::device_count() < 2) {
+    labkit::verdict(c, false, "not run: this lab needs 2 GPUs, this machine has " +
+                                  std::to_string(labkit::device_count()));
+    return;
+  }
+  const System s = make_system(c);
+  const int n = s.n;
+  const std::vector<double> host_x = n <= largest_host_solve ? solve_on_host(s) : std::vector<double>{};
+  labkit::export_array(c, "a", s.a, {size_t(n), size_t(n)});
+  labkit::export_array(c, "b", s.b);
+  if (!host_x.empty()) labkit::export_array(c, "x_reference", host_x);
+
+  const labkit::DeviceScope on_gpu0(0);
+  DeviceSystem d(s);
+  double one_gpu_seconds = 0, two_gpu_seconds = 0;
+  const std::vector<float> x1 = solve(d, n, 1, &one_gpu_seconds);
+  const std::vector<float> x2 = solve(d, n, 2, &two_gpu_seconds);
+  const bool changes_between_runs = n <= largest_repeat && !same_bits(solve(d, n, 2), x2);
+  if (d.a.download() != s.a || d.b.download() != s.b) {
+    labkit::verdict(c, false, "gauss_solve modified d_a or d_b: they are inputs and must come back unchanged "
+                              "(copy A and b into memory of your own before eliminating)");
+    return;
+  }
+  const std::string one_gpu = judge(c, s, x1, host_x), two_gpus = judge(c, s, x2, host_x);
+  if (!one_gpu.empty() || !two_gpus.empty()) {
+    labkit::verdict(c, false, diagnose(one_gpu, two_gpus, changes_between_runs));
+    return;
+  }
+  if (c.integer("check_speedup", 0) != 0) {
+    one_gpu_seconds = fastest_call(d, n, 1, 2);
+    two_gpu_seconds = fastest_call(d, n, 2, 2);
+    const double speedup = one_gpu_seconds / two_gpu_seconds;
+    if (speedup < required_speedup) {
+      labkit::verdict(c, false,
+                      "right, but with gpus = 2 the call took " + show(two_gpu_seconds * 1e3) + " ms and with gpus = 1 " +
+                          show(one_gpu_seconds * 1e3) + " ms: a speed-up of " + show(speedup) + ", below " +
+                          show(required_speedup) + " at n = " + std::to_string(n) +
+                          ". The rows are not split over the GPUs (all the work lands on GPU 0), or the second GPU "
+                          "spends its time waiting: give each GPU its share of the rows (row i on GPU i % gpus, or "
+                          "blocks of rows dealt out in turn), and keep the host out of the per-step loop (no "
+                          "synchronisation per pivot)");
+      return;
+    }
+  }
+  labkit::verdict(c, true);
+}
+
+// ---- performance -----------------------------------------------------------------------
+
+// A few systems of the same size and kind; before each timed call one of them, at random,
+// is copied into the buffers the call reads (labkit/variants.h).
+struct PerfInputs {
+  explicit PerfInputs(const Case& c) {
+    std::vector<std::vector<float>> a_variants, b_variants;
+    for (int v = 0; v < labkit::input_variants; ++v) {
+      System s = make_system(c, uint64_t(v));
+      a_variants.push_back(std::move(s.a));
+      b_variants.push_back(std::move(s.b));
+    }
+    a = std::make_unique<labkit::VariantBuffer<float>>(a_variants);
+    b = std::make_unique<labkit::VariantBuffer<float>>(b_variants);
+    for (int v = 0; v < labkit::input_variants; ++v)
+      systems.push_back({int(c.n), std::move(a_variants[size_t(v)]), std::move(b_variants[size_t(v)])});
+  }
+  std::vector<System> systems;  // on the host, for the residual after each call
+  std::unique_ptr<labkit::VariantBuffer<float>> a, b;
+  int current = 0;
+};
+
+labkit::PerfSubject perf_subject(labkit::Function<decltype(gauss_solve)> fn, const Case& c, PerfInputs& inputs,
+                                 DeviceBuffer<float>& x) {
+  const int n = int(c.n), gpus = int(c.integer("gpus", 2));
+  labkit::TimedCall call{
+      [fn, n, gpus, &inputs, &x](cudaStream_t stream) { fn(inputs.a->data(), inputs.b->data(), x.data(), n, gpus, stream); },
+      [&inputs, &x](int sample) {
+        inputs.current = labkit::pick_variant(sample, inputs.a->count());
+        inputs.a->load(inputs.current);
+        inputs.b->load(inputs.current);
+        x.poison();
+      }};
+  call.host_clock = true;  // the work spans several GPUs and streams
+  return {call, [&inputs, &x] {
+            const System& s = inputs.systems[size_t(inputs.current)];
+            const double residual = scaled_residual(s, x.download());
+            return residual <= residual_bound(s.n) ? std::string()
+                                                   : "residual " + show(residual) + " above " + show(residual_bound(s.n));
+          }};
+}
+
+}  // namespace
+
+TEST_SUITE("correctness") {
+  TEST_CASE("gauss_solve solves diagonally dominant systems on 1 and 2 GPUs") {
+    for (const Case& c : labkit::dataset().correctness) {
+      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_solve(c); }); }
+    }
+  }
+}
+
+TEST_SUITE("performance") {
+  TEST_CASE("gauss_solve on 2 GPUs against the reference on 2 GPUs") {
+    for (const Case& c : labkit::dataset().performance) {
+      SUBCASE(c.name.c_str()) {
+        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
+        const labkit::DeviceScope on_gpu0(0);
+        PerfInputs inputs(c);
+        DeviceBuffer<float> x(c.n, 0);
+        // Bytes: A and b read once, x written once. The ratio is what is scored.
+        const double bytes = (double(c.n) * double(c.n) + 2.0 * double(c.n)) * sizeof(float);
+        labkit::measure_performance(
+            c, bytes, perf_subject(labkit::student<decltype(gauss_solve)>("gauss_solve"), c, inputs, x),
+            perf_subject(labkit::reference<decltype(gauss_solve)>("gauss_solve"), c, inputs, x));
+      }
+    }
+  }
+}

@@ -1,0 +1,339 @@
+// Lab 13 checks: the student's all-reduce against a CPU sum on every dataset case, twice per
+// case on new inputs in the same buffers (a function that works only once, or replays an old
+// answer, fails the second call); then its speed against the reference solution's, both timed
+// by the host's clock until the work on every GPU has finished.
+#include "allreduce.h"
+
+#include <labkit/lab.h>
+#include <labkit/variants.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+namespace {
+
+using labkit::Case;
+using labkit::DeviceBuffer;
+using GpuArrays = std::vector<std::vector<float>>;  // one array per GPU
+
+// Floats after the n the call may touch, checked for writes past the end.
+constexpr size_t guard_floats = 256;
+// Exact cases draw k/8 with |k| <= 2^20: a sum of up to eight of them is a float exactly, in
+// any order, so any correct all-reduce gives the exact answer.
+constexpr double exact_limit = 1 << 20;
+constexpr float exact_step = 0.125f;
+
+// ---- inputs and the expected sum --------------------------------------------------------------
+
+// The GPUs a case uses: all visible ones (at most eight), or fewer when the case says so.
+int gpus_for(const Case& c) {
+  const int available = std::min(labkit::device_count(), allreduce_max_gpus);
+  return int(std::min<long long>(c.integer("gpus", available), available));
+}
+
+bool exact_case(const Case& c) { return c.integer("exact", 0) != 0; }
+
+// GPU `gpu`'s array for call `call` of a case: `count` floats, each GPU and call from its own seed.
+std::vector<float> make_array(const Case& c, int gpu, int call, size_t count) {
+  labkit::InputSpec spec = c.input;
+  spec.seed = labkit::splitmix64(spec.seed ^ (uint64_t(gpu + 1) << 40) ^ (uint64_t(call + 1) << 20));
+  if (!exact_case(c)) return labkit::generate<float>(count, spec);
+  if (std::max(std::fabs(spec.lo), std::fabs(spec.hi)) > exact_limit)
+    throw std::invalid_argument("exact cases need lo and hi within +-2^20");
+  const std::vector<int32_t> steps = labkit::generate<int32_t>(count, spec);
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i) values[i] = float(steps[i]) * exact_step;
+  return values;
+}
+
+// The sum of each element over the GPUs, and how far a correct float sum in any order may be
+// from it: each of the g-1 additions rounds by at most half an ulp of a partial sum, which is
+// bounded by the sum of magnitudes (the bound is doubled for safety).
+struct Expected {
+  std::vector<float> sum;
+  std::vector<float> tolerance;  // empty for exact cases: the sum must match bit for bit
+};
+
+Expected expected_sum(const GpuArrays& arrays, size_t first, size_t n, bool exact) {
+  Expected e;
+  e.sum.resize(n);
+  if (!exact) e.tolerance.resize(n);
+  const int gpus = int(arrays.size());
+  labkit::parallel_chunks(n, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      double sum = 0, magnitude = 0;
+      for (const auto& a : arrays) {
+        sum += a[first + i];
+        magnitude += std::fabs(a[first + i]);
+      }
+      e.sum[i] = float(sum);
+      if (!exact) e.tolerance[i] = float(gpus * double(FLT_EPSILON) * magnitude);
+    }
+  });
+  return e;
+}
+
+bool element_right(const Expected& e, size_t i, float actual) {
+  if (e.tolerance.empty()) return actual == e.sum[i];  // exact sums: -0 and +0 alike, NaN never
+  return !std::isnan(actual) && std::fabs(double(actual) - double(e.sum[i])) <= double(e.tolerance[i]);
+}
+
+// ---- buffers -------------------------------------------------------------------------------
+
+// One buffer per GPU, on that GPU: `offset` floats before the data (the pointer the call gets
+// is offset into the buffer), n floats of data, then a guard.
+struct GpuBuffers {
+  GpuBuffers(int gpus, size_t n, size_t offset) : n(n), offset(offset) {
+    buffers.reserve(size_t(gpus));
+    for (int g = 0; g < gpus; ++g) buffers.emplace_back(offset + n + guard_floats, g);
+  }
+  float* data(int gpu) { return gpu < int(buffers.size()) ? buffers[size_t(gpu)].data() + offset : nullptr; }
+  int gpus() const { return int(buffers.size()); }
+
+  size_t n, offset;
+  std::vector<DeviceBuffer<float>> buffers;
+};
+
+void call_allreduce(const labkit::Function<decltype(ring_allreduce)>& fn, GpuBuffers& b, cudaStream_t stream) {
+  fn(b.data(0), b.data(1), b.data(2), b.data(3), b.data(4), b.data(5), b.data(6), b.data(7), b.gpus(), b.n, stream);
+}
+
+// ---- diagnosis -----------------------------------------------------------------------------
+
+std::string gpu_name(int gpu) { return "GPU " + std::to_string(gpu); }
+
+// What the wrong elements of one GPU have in common, as a hint.
+std::string diagnose_gpu(const GpuArrays& inputs, const std::vector<float>& actual, const Expected& e, int gpu,
+                         size_t first, size_t n) {
+  size_t wrong = 0, own_input = 0, doubled_own = 0, nans = 0, first_wrong = n, last_wrong = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float a = actual[first + i];
+    if (element_right(e, i, a)) continue;
+    ++wrong;
+    first_wrong = std::min(first_wrong, i);
+    last_wrong = i;
+    const float own = inputs[size_t(gpu)][first + i];
+    if (a == own) ++own_input;
+    if (a == e.sum[i] + own) ++doubled_own;
+    if (std::isnan(a)) ++nans;
+  }
+  const std::string where = gpu_name(gpu) + ": " + std::to_string(wrong) + " of " + std::to_string(n) +
+                            " elements are wrong, from index " + std::to_string(first_wrong) + " to " +
+                            std::to_string(last_wrong);
+  const size_t remainder = n % inputs.size();
+  if (own_input == wrong && remainder > 0 && first_wrong >= n - remainder)
+    return where + ", the last n % gpus = " + std::to_string(remainder) + ", and each still holds " + gpu_name(gpu) +
+           "'s own input: they were never reduced. n / gpus rounds down, so gpus parts of n / gpus elements "
+           "miss the remainder (give the last part the rest, or use parts of ceil(n / gpus))";
+  if (own_input == wrong)
+    return where + ", and each still holds " + gpu_name(gpu) +
+           "'s own input: the sum never reached them (a slice the all-gather skipped, or the copy back to this "
+           "GPU is missing or not finished when the call returns)";
+  if (doubled_own == wrong)
+    return where + ", and each holds the sum plus " + gpu_name(gpu) +
+           "'s own value again: a slice was added to a buffer that already held a partial sum (in-place "
+           "reduce-scatter takes g-1 steps, and each step adds only what came from the neighbour)";
+  if (nans > 0)
+    return where + "; " + std::to_string(nans) +
+           " are NaN: uninitialised memory was added in (a scratch buffer read before it was filled, or sized "
+           "for an earlier, smaller n)";
+  if (last_wrong == n - 1 && wrong == n - first_wrong && first_wrong > 0)
+    return where + ", every element from there to the end: the last slice (shorter when n is not a multiple "
+                   "of the slice or chunk size) was cut short";
+  if (wrong <= 3 && last_wrong >= n - 3)
+    return where + ": only the last few elements, those past the last multiple of 4 (hint: a float4 loop "
+                   "must leave a scalar tail when n is not a multiple of 4)";
+  return where + ": a slice was added before the peer finished writing it, or added to the wrong position "
+                 "(hint: the two phases need a barrier across GPUs, e.g. events and cudaStreamWaitEvent)";
+}
+
+// The whole verdict for one call: "" when every GPU holds the right sum, the same bits, and
+// nothing outside [0, n) changed.
+std::string check_result(const GpuArrays& inputs, const std::vector<std::vector<float>>& actual, const Expected& e,
+                         size_t first, size_t n) {
+  const int gpus = int(inputs.size());
+  for (int g = 0; g < gpus; ++g) {
+    const auto& in = inputs[size_t(g)];
+    const auto& out = actual[size_t(g)];
+    if (!std::equal(in.begin(), in.begin() + long(first), out.begin()))
+      return gpu_name(g) + ": memory before d_data" + std::to_string(g) +
+             " changed (the checks pass pointers that start inside a larger buffer)";
+    if (!std::equal(in.begin() + long(first + n), in.end(), out.begin() + long(first + n)))
+      return gpu_name(g) + ": memory past d_data" + std::to_string(g) + "[n-1] changed: the last slice or chunk "
+             "ran past n (it is shorter when n is not a multiple of the slice size)";
+  }
+  for (int g = 0; g < gpus; ++g) {
+    std::atomic<bool> all_right{true};
+    labkit::parallel_chunks(n, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end && all_right; ++i)
+        if (!element_right(e, i, actual[size_t(g)][first + i])) all_right = false;
+    });
+    if (!all_right) return diagnose_gpu(inputs, actual[size_t(g)], e, g, first, n);
+  }
+  for (int g = 1; g < gpus; ++g)
+    for (size_t i = 0; i < n; ++i)
+      if (std::memcmp(&actual[0][first + i], &actual[size_t(g)][first + i], sizeof(float)) != 0)
+        return "GPU 0 and " + gpu_name(g) + " hold different bits at index " + std::to_string(i) + " (" +
+               std::to_string(actual[0][first + i]) + " and " + std::to_string(actual[size_t(g)][first + i]) +
+               "), each close to the sum: the GPUs summed in different orders. Reduce each element once, on one "
+               "GPU, then copy it, so that every GPU ends with the same result";
+  return "";
+}
+
+// Names the likely cause of a CUDA error in the student's process.
+std::string explain_cuda_error(const labkit::CudaError& error, int call) {
+  const std::string what = error.what();
+  if (error.code() == cudaErrorPeerAccessAlreadyEnabled || what.find("PeerAccessAlreadyEnabled") != std::string::npos)
+    return what + " on call " + std::to_string(call + 1) +
+           ": peer access was enabled again. cudaDeviceEnablePeerAccess fails for a pair that is already open, "
+           "and its error stays as the last error, which the grader checks after every call. Enable each pair "
+           "once per process (remember it), or consume that one error with cudaGetLastError()";
+  if (error.code() == cudaErrorIllegalAddress || what.find("IllegalAddress") != std::string::npos)
+    return what + ": a kernel read or wrote outside a buffer: past n in the last slice, through a null d_dataK "
+           "(K >= gpus), or into a peer's cudaMalloc memory without peer access enabled";
+  return what;
+}
+
+// Runs the case's two calls; "" when both are right.
+std::string run_calls(const Case& c) {
+  const int gpus = gpus_for(c);
+  const size_t offset = size_t(c.integer("offset", 0));
+  const size_t total = offset + c.n + guard_floats;
+  GpuBuffers buffers(gpus, c.n, offset);
+  const auto fn = labkit::student<decltype(ring_allreduce)>("ring_allreduce");
+
+  for (int call = 0; call < 2; ++call) {
+    GpuArrays inputs;
+    for (int g = 0; g < gpus; ++g) inputs.push_back(make_array(c, g, call, total));
+    const Expected expected = expected_sum(inputs, offset, c.n, exact_case(c));
+    if (call == 0) {
+      for (int g = 0; g < gpus; ++g)
+        labkit::export_array(c, "input_gpu" + std::to_string(g),
+                             std::vector<float>(inputs[size_t(g)].begin() + long(offset),
+                                                inputs[size_t(g)].begin() + long(offset + c.n)));
+      labkit::export_array(c, "expected_sum", expected.sum);
+    }
+    for (int g = 0; g < gpus; ++g) buffers.buffers[size_t(g)].upload(inputs[size_t(g)]);
+
+    try {
+      call_allreduce(fn, buffers, nullptr);
+    } catch (const labkit::CudaError& error) {
+      return explain_cuda_error(error, call);
+    }
+    labkit::synchronize_all_devices();
+
+    std::vector<std::vector<float>> actual;
+    for (int g = 0; g < gpus; ++g) actual.push_back(buffers.buffers[size_t(g)].download());
+    const std::string problem = check_result(inputs, actual, expected, offset, c.n);
+    if (!problem.empty())
+      return call == 0 ? problem
+                       : "the first call was right, the second (new inputs in the same buffers) was not: " +
+                             problem + " (hint: state kept from the earlier call)";
+  }
+  return "";
+}
+
+// ---- performance ---------------------------------------------------------------------------
+
+// Inputs of the same size and distribution; before each timed call, one of them (the same one
+// on every GPU) is copied into the buffers the call reduces in place (labkit/variants.h).
+struct PerfInputs {
+  PerfInputs(const Case& c, int gpus) : n(c.n) {
+    std::vector<GpuArrays> variants(labkit::input_variants);
+    for (int v = 0; v < labkit::input_variants; ++v) {
+      for (int g = 0; g < gpus; ++g) variants[size_t(v)].push_back(make_array(c, g, v, n));
+      expected.push_back(expected_sum(variants[size_t(v)], 0, n, exact_case(c)));
+    }
+    for (int g = 0; g < gpus; ++g) {
+      const labkit::DeviceScope scope(g);
+      std::vector<std::vector<float>> per_gpu;
+      for (const GpuArrays& variant : variants) per_gpu.push_back(variant[size_t(g)]);
+      device.push_back(std::make_unique<labkit::VariantBuffer<float>>(per_gpu));
+    }
+  }
+
+  float* data(int gpu) { return gpu < gpus() ? device[size_t(gpu)]->data() : nullptr; }
+  int gpus() const { return int(device.size()); }
+
+  void load(int variant) {
+    current = variant;
+    for (int g = 0; g < gpus(); ++g) {
+      const labkit::DeviceScope scope(g);
+      device[size_t(g)]->load(variant);
+    }
+    labkit::synchronize_all_devices();  // device-to-device copies do not wait for themselves
+  }
+
+  std::string check() {
+    const Expected& e = expected[size_t(current)];
+    std::vector<float> first(n), other(n);
+    CUDA_CHECK(cudaMemcpy(first.data(), data(0), n * sizeof(float), cudaMemcpyDeviceToHost));
+    std::atomic<size_t> wrong{0};
+    for (int g = 0; g < gpus(); ++g) {
+      CUDA_CHECK(cudaMemcpy(other.data(), data(g), n * sizeof(float), cudaMemcpyDeviceToHost));
+      labkit::parallel_chunks(n, [&](size_t begin, size_t end) {
+        size_t local = 0;
+        for (size_t i = begin; i < end; ++i)
+          local += !element_right(e, i, other[i]) || std::memcmp(&other[i], &first[i], sizeof(float)) != 0;
+        wrong += local;
+      });
+      if (wrong > 0)
+        return gpu_name(g) + ": " + std::to_string(wrong.load()) + " of " + std::to_string(n) +
+               " elements are wrong or differ from GPU 0's";
+    }
+    return "";
+  }
+
+  size_t n;
+  std::vector<Expected> expected;
+  std::vector<std::unique_ptr<labkit::VariantBuffer<float>>> device;  // one per GPU
+  int current = 0;
+};
+
+labkit::PerfSubject perf_subject(labkit::Function<decltype(ring_allreduce)> fn, PerfInputs& inputs) {
+  labkit::TimedCall call;
+  call.launch = [fn, &inputs](cudaStream_t stream) {
+    fn(inputs.data(0), inputs.data(1), inputs.data(2), inputs.data(3), inputs.data(4), inputs.data(5),
+       inputs.data(6), inputs.data(7), inputs.gpus(), inputs.n, stream);
+  };
+  call.prepare = [&inputs](int sample) { inputs.load(labkit::pick_variant(sample, labkit::input_variants)); };
+  call.host_clock = true;  // the work spans every GPU: events on one stream would miss it
+  return {call, [&inputs] { return inputs.check(); }};
+}
+
+// NCCL's bus bandwidth convention: each GPU must send and receive 2(g-1)/g of the array.
+double bus_bytes(size_t n, int gpus) { return 2.0 * (gpus - 1) / gpus * double(n) * sizeof(float); }
+
+}  // namespace
+
+TEST_SUITE("correctness") {
+  TEST_CASE("ring_allreduce leaves the sum on every GPU") {
+    for (const Case& c : labkit::dataset().correctness) {
+      SUBCASE(c.name.c_str()) {
+        labkit::run_case(c, [&] {
+          const std::string problem = run_calls(c);
+          labkit::verdict(c, problem.empty(), problem);
+        });
+      }
+    }
+  }
+}
+
+TEST_SUITE("performance") {
+  TEST_CASE("ring_allreduce bus bandwidth against the reference") {
+    for (const Case& c : labkit::dataset().performance) {
+      SUBCASE(c.name.c_str()) {
+        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
+        PerfInputs inputs(c, gpus_for(c));
+        labkit::measure_performance(
+            c, bus_bytes(c.n, inputs.gpus()),
+            perf_subject(labkit::student<decltype(ring_allreduce)>("ring_allreduce"), inputs),
+            perf_subject(labkit::reference<decltype(ring_allreduce)>("ring_allreduce"), inputs));
+      }
+    }
+  }
+}
