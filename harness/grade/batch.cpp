@@ -44,7 +44,9 @@ using labkit::hash_bytes;
 std::string result_fingerprint(const LabJob& job, const Toolchain& tc, const GradeOptions& options) {
   const LabSpec& lab = *job.lab;
   const fs::path build_labs = fs::path(tc.build_root) / "labs";
-  std::uint64_t h = hash_bytes(std::to_string(options.seed) + (options.performance ? "+perf" : "-perf"));
+  // Everything that changes a saved result: the seed, timing on or off, sanitizer runs.
+  std::uint64_t h = hash_bytes(std::to_string(options.seed) + (options.performance ? "+perf" : "-perf") +
+                               "+sanitize" + std::to_string(int(options.sanitize)));
   for (const fs::path& kit_file :
        {build_labs / ("lab-" + lab.dir + "-runner"), build_labs / ("lab-" + lab.dir + "-solution.so"),
         fs::path(lab.dataset), fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml"})

@@ -118,6 +118,7 @@ const std::vector<LibrarySigns>& library_signs() {
       {"cublasLt", std::regex(R"(#\s*include\s*[<"]cublasLt)"), {"libcublasLt", "cublasLtMatmul"}},
       {"cutlass", std::regex(R"(#\s*include\s*[<"]cutlass/)"), {"N7cutlass"}},
       {"cute", std::regex(R"(#\s*include\s*[<"]cute/)"), {"N4cute"}},
+      {"nccl", std::regex(R"(#\s*include\s*[<"]nccl)"), {"libnccl", "ncclAllReduce", "ncclReduceScatter", "ncclCommInit"}},
   };
   return signs;
 }
@@ -144,7 +145,7 @@ std::string forbidden_use(const LabSpec& lab, const fs::path& lab_work) {
 // The shared libraries of the rubric's forbidden ones, as the host's memory map names them:
 // the runner stops any call after which one of them is mapped.
 std::string forbidden_library_files(const LabSpec& lab) {
-  static const std::map<std::string, std::string> files = {{"cublas", "libcublas"}, {"cublasLt", "libcublasLt"}};
+  static const std::map<std::string, std::string> files = {{"cublas", "libcublas"}, {"cublasLt", "libcublasLt"}, {"nccl", "libnccl"}};
   std::string list;
   for (const std::string& name : lab.forbidden)
     if (files.count(name)) list += (list.empty() ? "" : ",") + files.at(name);

@@ -280,12 +280,16 @@ static void hold_gpu(int how) {
   }
 }
 
+void hold_gpu_alone() {
+  static bool holding_alone = false;
+  if (!holding_alone) hold_gpu(LOCK_EX);
+  holding_alone = true;
+}
+
 bool timing_wanted(const Case& c) {
   const RunnerState& s = state();
   if (s.options.calibrate || s.options.time_failed || s.correctness_failures == 0) {
-    static bool holding_alone = false;
-    if (!holding_alone) hold_gpu(LOCK_EX);
-    holding_alone = true;
+    hold_gpu_alone();
     return true;
   }
   const std::string why = "not timed: " + std::to_string(s.correctness_failures) + " correctness case(s) failed";
@@ -459,6 +463,8 @@ void load_state(const RunnerArguments& args) {
     HostOptions host{s.options.host, s.options.student, s.options.call_seconds};
     host.forbidden_libraries = s.options.forbidden_libraries;
     host.wrapper = s.options.host_wrapper;
+    // Under a tool, a read past a buffer must leave its mapping for memcheck to see it.
+    if (!host.wrapper.empty()) place_device_buffers_at_mapping_end();
     host.call_seconds *= s.options.tool_slowdown;
     host.start_seconds *= std::min(s.options.tool_slowdown, 5.0);  // a tool's start-up is slow, not 20x
     s.student = std::make_unique<HostProcess>(host);

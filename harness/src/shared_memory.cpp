@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -128,9 +129,14 @@ std::vector<CUmemAccessDesc> access_for(int owner) {
 
 // Reserves an address range, maps `handle` (memory on `owner`) there and opens it to the
 // devices that can reach it.
+// Each mapping is followed by an unmapped guard of this many bytes of address space, so a
+// read past a buffer placed at the end of its mapping faults (and memcheck names it) rather
+// than landing in a neighbouring allocation.
+constexpr std::size_t guard_bytes = std::size_t(2) << 20;
+
 CUdeviceptr map_read_write(CUmemGenericAllocationHandle handle, std::size_t bytes, int owner) {
   CUdeviceptr address = 0;
-  check_driver(driver().reserve(&address, bytes, 0, 0, 0), "cuMemAddressReserve");
+  check_driver(driver().reserve(&address, bytes + guard_bytes, 0, 0, 0), "cuMemAddressReserve");
   check_driver(driver().map(address, bytes, 0, handle, 0), "cuMemMap");
   const std::vector<CUmemAccessDesc> access = access_for(owner);
   check_driver(driver().set_access(address, bytes, access.data(), access.size()), "cuMemSetAccess");
@@ -156,7 +162,7 @@ void unmap_host(void* address, std::size_t bytes) {
 
 void unmap(CUdeviceptr address, CUmemGenericAllocationHandle handle, std::size_t bytes) {
   driver().unmap(address, bytes);
-  driver().address_free(address, bytes);
+  driver().address_free(address, bytes + guard_bytes);
   driver().release(handle);
 }
 
@@ -182,6 +188,17 @@ Registry& registry() {
   return r;
 }
 
+std::atomic<bool> buffers_at_mapping_end{false};
+
+// The live allocation whose mapping holds `address`, or none. The caller holds the mutex.
+std::map<CUdeviceptr, Allocation>::iterator containing(CUdeviceptr address) {
+  auto& allocations = registry().by_address;
+  auto after = allocations.upper_bound(address);
+  if (after == allocations.begin()) return allocations.end();
+  const auto found = std::prev(after);
+  return address < found->first + found->second.bytes ? found : allocations.end();
+}
+
 }  // namespace
 
 void* allocate_shared(std::size_t bytes) {
@@ -196,8 +213,11 @@ void* allocate_shared(std::size_t bytes) {
   const CUdeviceptr address = map_read_write(handle, size, device);
   std::lock_guard lock(registry().mutex);
   registry().by_address[address] = {registry().next_id++, handle, size, MemoryKind::device, device, -1};
-  return reinterpret_cast<void*>(address);
+  const std::size_t used = (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
+  return reinterpret_cast<void*>(buffers_at_mapping_end ? address + (size - used) : address);
 }
+
+void place_device_buffers_at_mapping_end() { buffers_at_mapping_end = true; }
 
 void* allocate_shared_host(std::size_t bytes) {
   const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
@@ -222,32 +242,30 @@ void* allocate_shared_host(std::size_t bytes) {
 
 void free_shared(void* address) {
   Allocation allocation{};
+  CUdeviceptr start = 0;
   {
     std::lock_guard lock(registry().mutex);
-    const auto found = registry().by_address.find(reinterpret_cast<CUdeviceptr>(address));
+    const auto found = containing(reinterpret_cast<CUdeviceptr>(address));
     if (found == registry().by_address.end()) return;
+    start = found->first;
     allocation = found->second;
     registry().by_address.erase(found);
   }
   // Work still queued on the buffer must finish before its memory goes.
   synchronize_every_device();
   if (allocation.kind == MemoryKind::host) {
-    unmap_host(address, allocation.bytes);
+    unmap_host(reinterpret_cast<void*>(start), allocation.bytes);
     close(allocation.fd);
   } else {
-    unmap(reinterpret_cast<CUdeviceptr>(address), allocation.handle, allocation.bytes);
+    unmap(start, allocation.handle, allocation.bytes);
   }
 }
 
 SharedLocation locate_shared(const void* address) {
   const auto target = reinterpret_cast<CUdeviceptr>(address);
   std::lock_guard lock(registry().mutex);
-  auto& allocations = registry().by_address;
-  auto after = allocations.upper_bound(target);
-  if (after != allocations.begin()) {
-    const auto& [start, allocation] = *std::prev(after);
-    if (target < start + allocation.bytes) return {allocation.id, std::size_t(target - start), allocation.bytes};
-  }
+  if (const auto found = containing(target); found != registry().by_address.end())
+    return {found->second.id, std::size_t(target - found->first), found->second.bytes};
   throw std::logic_error("a pointer handed to the submission is not in a DeviceBuffer: the lab's checks must "
                          "allocate everything they pass through labkit::DeviceBuffer");
 }

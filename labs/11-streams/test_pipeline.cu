@@ -300,6 +300,7 @@ std::string diagnose_no_overlap(const Phases& phases, double call_ms) {
 // the time they take one after another. The starter fails here.
 void check_overlap(const Case& c, const Images& images, const Pixels& expected, CallBuffers& buffers,
                    const labkit::Function<decltype(merge_pipelined)>& fn) {
+  labkit::hold_gpu_alone();  // a verdict from times: no other lab's run on this GPU meanwhile
   const int repeats = int(c.integer("repeats", 3));
   const Phases phases = measure_phases(buffers, rounds_of(c), repeats);
   double call_ms = 1e300;

@@ -90,6 +90,11 @@ void verdict(const Case& c, bool passed, const std::string& message = {});
 // remaining cases.
 void run_case(const Case& c, const std::function<void()>& body);
 
+// Waits until this run has its GPUs to itself, and keeps them so to its end: the grader may
+// run other labs' correctness checks on them meanwhile. Timing takes this by itself; call it
+// first in a correctness case whose verdict depends on a time (e.g. "do the copies overlap").
+void hold_gpu_alone();
+
 // False, with the case reported as not timed, once a correctness case has failed: a lab's
 // performance case checks this before it makes its (large) inputs.
 bool timing_wanted(const Case& c);
