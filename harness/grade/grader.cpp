@@ -10,6 +10,7 @@
 #include "profile.h"
 #include "sanitize.h"
 
+#include <sys/resource.h>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -191,6 +192,16 @@ struct RunContext {
 
 using RecordHandler = std::function<void(const json&)>;
 
+// Limits for a lab's runner. It is the kit's own code, and its files may pass the cap on a
+// child's files: host buffers shared with the submission's process are memfds, and `grade
+// export` writes whole arrays. The process that runs the submission gets that cap itself
+// (HostProcess::start), so what it prints stays bounded.
+ChildLimits runner_limits(int wall_seconds) {
+  ChildLimits limits{wall_seconds, 2 * wall_seconds};
+  limits.file_size_bytes = static_cast<long long>(RLIM_INFINITY);
+  return limits;
+}
+
 // The lock files of the GPUs a run uses: its own, or (gpu < 0: a lab that runs on all of
 // them) every GPU's, in order.
 std::string gpu_locks(const GradeOptions& options, int gpu) {
@@ -232,7 +243,7 @@ RunOutcome run_checks(const RunContext& context, const std::vector<std::string>&
   if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
   if (!options.gpu_lock_dir.empty()) request.environment["LABKIT_GPU_LOCK"] = gpu_locks(options, gpu);
   RunOutcome run;
-  run.child = run_child(request, {wall_seconds, 2 * wall_seconds});
+  run.child = run_child(request, runner_limits(wall_seconds));
   run.reports = parse_reports(run.child.result_lines, token);
   return run;
 }
@@ -717,7 +728,7 @@ int export_case(const LabSpec& lab, const std::string& case_name, const Toolchai
                                          "--subcase=" + case_name, "--no-intro=true"};
   fs::create_directories(out_dir);
   const ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (fs::path(out_dir) / "export.log").string()};
-  const ChildOutcome outcome = run_child(request, {lab.time_limit_seconds, 2 * lab.time_limit_seconds});
+  const ChildOutcome outcome = run_child(request, runner_limits(lab.time_limit_seconds));
   if (outcome.exit_code != 0) {
     std::cerr << outcome.output_tail << "\n";
     return outcome.exit_code == labkit::skip_exit_code ? 3 : 4;

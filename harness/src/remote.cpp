@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@ namespace {
 
 constexpr int host_socket_fd = 3;  // where the host expects its end
 constexpr uid_t nobody = 65534;
+constexpr rlim_t host_file_size_bytes = rlim_t(64) << 20;
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -105,6 +107,9 @@ void HostProcess::start() {
     fcntl(host_socket_fd, F_SETFD, 0);
     close_range(host_socket_fd + 1, ~0u, 0);
     signal(SIGPIPE, SIG_DFL);
+    // What the submission prints goes to the runner's log: cap the files it can grow.
+    const rlimit file_size{host_file_size_bytes, host_file_size_bytes};
+    setrlimit(RLIMIT_FSIZE, &file_size);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }

@@ -14,9 +14,11 @@ constexpr int threads_per_block = 256;
 // Three streams keep the three phases busy; a fourth lets a chunk's kernel start while its
 // neighbours' copies are still queued, absorbing jitter in any one phase.
 constexpr int stream_count = 4;
-// Filling and draining costs about one chunk of each phase, so ~100 chunks keep that near 1%
-// of the whole; copies of 2 MiB and more still run at full speed (their fixed cost is ~5 us).
-constexpr size_t target_chunks = 96;
+// Filling and draining costs about one chunk of each phase, which argues for many chunks;
+// but on 2 x H200 at 64Mi pixels 16 chunks beat 96 where copies dominate (1.14x and 1.10x the
+// slowest phase alone against 1.19x and 1.19x: each chunk's copies and launch cost something)
+// and lost only where the kernel dominates (1.05x against 1.01x).
+constexpr size_t target_chunks = 16;
 constexpr size_t min_chunk_elements = size_t(1) << 18;
 constexpr size_t chunk_alignment = 1024;  // elements: chunks start on 4 KiB boundaries
 
