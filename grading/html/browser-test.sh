@@ -34,6 +34,7 @@ expect present 'same-1000003' 'a correctness case'
 expect present 'uniform-1GiB' 'a performance case'
 expect present 'points curve' 'the points plot'
 expect present '58.8 / 200 points' 'the report total'
+expect present 'racecheck: read-after-write hazard on shared memory at histogram.cu:13' 'a sanitizer finding with its line'
 expect present '&lt;script&gt;document.body.innerHTML' "the hint's <script> shown as text"
 expect absent '<script' 'no script element came from a hint'
 expect absent '<body>PWNED' 'the hostile script did not replace the page'
