@@ -330,6 +330,9 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
       }
       if (!record["student"].value("confirmed", true))
         cr.message = unconfirmed_message(record["student"]);
+      // The lab's own advice on a slow time (measure_performance's hint), after ours.
+      if (const std::string hint = record.value("hint", ""); !hint.empty())
+        cr.message += (cr.message.empty() ? "" : "; ") + ("hint: " + hint);
     }
     result.cases.push_back(cr);
   }

@@ -315,7 +315,7 @@ static void profile_once(const Case& c, const PerfSubject& student_side) {
 }
 
 void measure_performance(const Case& c, double bytes_moved, const PerfSubject& student_side,
-                         const PerfSubject& reference_side) {
+                         const PerfSubject& reference_side, const PerfHint& hint) {
   RunnerState& s = state();
   if (!timing_wanted(c)) return;
   report_progress(c, s.options.profile ? "profiling" : "timing");
@@ -343,6 +343,7 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
     const TimingStats student_time = time_submission_call(
         call, [reference_ms, &call] { return empty_round_trip_ms(reference_ms, call.host_clock); });
     record["student"] = timing_json(student_time, bytes_moved, peak);
+    if (hint) record["hint"] = hint(student_time.ms.median);
     record["ratio"] = reference.median_ms() / student_time.ms.median;
     const double noise = ratio_noise(student_time.ms.relative_error, reference.relative_error());
     if (reference.cached && near_threshold(c.name, record["ratio"], noise)) {

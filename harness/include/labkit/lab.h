@@ -112,7 +112,12 @@ struct PerfSubject {
 // call; its time is confirmed by our clock (time_submission_call). The reference's time comes
 // from the calibration cache when there is one, and is measured again here when the ratio sits
 // near one of the rubric's thresholds. Nothing is timed once a correctness case has failed.
+//
+// `hint`, when given, turns the student's median time (ms) into advice for a correct but slow
+// call ("no overlap: ...", with what the lab measured), or "" for none; the grader shows it
+// with the case. For labs whose chapter is about speed, not about a wrong answer.
+using PerfHint = std::function<std::string(double student_ms)>;
 void measure_performance(const Case& c, double bytes_moved, const PerfSubject& student_side,
-                         const PerfSubject& reference_side);
+                         const PerfSubject& reference_side, const PerfHint& hint = {});
 
 }  // namespace labkit
