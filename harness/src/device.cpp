@@ -57,17 +57,22 @@ int device_count() {
   return count;
 }
 
-void synchronize_all_devices() {
-  const int count = device_count();
-  if (count <= 1) {
-    CUDA_CHECK(cudaDeviceSynchronize());
-    return;
-  }
+cudaError_t synchronize_every_device() {
+  int count = 0, current = 0;
+  cudaError_t first = cudaGetDeviceCount(&count);
+  if (first == cudaSuccess) first = cudaGetDevice(&current);
+  if (first != cudaSuccess) return first;
+  if (count <= 1) return cudaDeviceSynchronize();
   for (int device = 0; device < count; ++device) {
-    const DeviceScope scope(device);
-    CUDA_CHECK(cudaDeviceSynchronize());
+    cudaError_t status = cudaSetDevice(device);
+    if (status == cudaSuccess) status = cudaDeviceSynchronize();
+    if (first == cudaSuccess) first = status;
   }
+  const cudaError_t restored = cudaSetDevice(current);
+  return first != cudaSuccess ? first : restored;
 }
+
+void synchronize_all_devices() { CUDA_CHECK(synchronize_every_device()); }
 
 DeviceScope::DeviceScope(int device) {
   CUDA_CHECK(cudaGetDevice(&previous_));

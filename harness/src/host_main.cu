@@ -175,7 +175,7 @@ private:
     const cudaError_t reset = cudaSetDevice(0);
     if (status == cudaSuccess) status = reset;
     if (events && status == cudaSuccess) status = cudaEventRecord(stop_, stream_);
-    const cudaError_t synced = synchronize_every_device();
+    const cudaError_t synced = synchronize_every_device();  // device 0 stays current
     const double clock_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     if (status == cudaSuccess) status = synced;
     if (status != cudaSuccess)
@@ -189,19 +189,6 @@ private:
       reply.event_ms = clock_ms;
     }
     return reply;
-  }
-
-  // The first error of any device's synchronisation.
-  static cudaError_t synchronize_every_device() {
-    int count = 1;
-    cudaError_t first = cudaGetDeviceCount(&count);
-    for (int device = 0; device < count; ++device) {
-      cudaError_t status = cudaSetDevice(device);
-      if (status == cudaSuccess) status = cudaDeviceSynchronize();
-      if (first == cudaSuccess) first = status;
-    }
-    cudaSetDevice(0);
-    return first;
   }
 
   void* module_;

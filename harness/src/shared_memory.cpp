@@ -1,6 +1,7 @@
 #include "labkit/shared_memory.h"
 
 #include "labkit/cuda_check.h"
+#include "labkit/device.h"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -72,16 +73,6 @@ void check_driver(CUresult result, const char* call) {
   throw CudaError(cudaErrorUnknown, std::string(call) + " failed: " + text);
 }
 
-// Before memory goes: no queued work on any device may still use it. Errors are left for the
-// next call to report (this runs in destructors).
-void synchronize_every_device() {
-  int count = 0, current = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || cudaGetDevice(&current) != cudaSuccess) return;
-  for (int device = 0; device < count; ++device)
-    if (cudaSetDevice(device) == cudaSuccess) cudaDeviceSynchronize();
-  cudaSetDevice(current);
-}
-
 int current_ordinal() {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
@@ -127,13 +118,13 @@ std::vector<CUmemAccessDesc> access_for(int owner) {
   return access;
 }
 
-// Reserves an address range, maps `handle` (memory on `owner`) there and opens it to the
-// devices that can reach it.
 // Each mapping is followed by an unmapped guard of this many bytes of address space, so a
 // read past a buffer placed at the end of its mapping faults (and memcheck names it) rather
 // than landing in a neighbouring allocation.
 constexpr std::size_t guard_bytes = std::size_t(2) << 20;
 
+// Reserves an address range, maps `handle` (memory on `owner`) there and opens it to the
+// devices that can reach it.
 CUdeviceptr map_read_write(CUmemGenericAllocationHandle handle, std::size_t bytes, int owner) {
   CUdeviceptr address = 0;
   check_driver(driver().reserve(&address, bytes + guard_bytes, 0, 0, 0), "cuMemAddressReserve");
@@ -251,8 +242,9 @@ void free_shared(void* address) {
     allocation = found->second;
     registry().by_address.erase(found);
   }
-  // Work still queued on the buffer must finish before its memory goes.
-  synchronize_every_device();
+  // Work still queued on the buffer must finish before its memory goes; an error is left for
+  // the next call to report.
+  (void)synchronize_every_device();
   if (allocation.kind == MemoryKind::host) {
     unmap_host(reinterpret_cast<void*>(start), allocation.bytes);
     close(allocation.fd);
@@ -321,7 +313,7 @@ ImportedAllocation::ImportedAllocation(const ExportedAllocation& exported)
 }
 
 ImportedAllocation::~ImportedAllocation() {
-  synchronize_every_device();
+  (void)synchronize_every_device();
   if (kind_ == MemoryKind::host)
     unmap_host(reinterpret_cast<void*>(address_), bytes_);
   else

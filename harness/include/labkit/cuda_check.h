@@ -27,6 +27,11 @@ inline void check_cuda(cudaError_t code, const char* call, const char* file, int
   if (code != cudaSuccess) throw_cuda_error(code, call, file, line);
 }
 
+// Waits for every device this process sees and returns the first error (cudaSuccess when
+// none), keeping the current device: for destructors, and for the host, which reports a
+// submission's error instead of dying of it (labkit/device.h has the throwing form).
+cudaError_t synchronize_every_device();
+
 }  // namespace labkit
 
 #define CUDA_CHECK(call) ::labkit::check_cuda((call), #call, __FILE__, __LINE__)

@@ -39,7 +39,8 @@ const DeviceInfo& current_device();
 int device_count();
 
 // Waits for every device this process sees: work of a multi-GPU call, or on other devices'
-// streams, has ended when this returns.
+// streams, has ended when this returns. Throws CudaError on the first error
+// (synchronize_every_device in labkit/cuda_check.h returns it instead).
 void synchronize_all_devices();
 
 // Makes `device` current for the scope's lifetime, then restores the device that was.
