@@ -29,18 +29,12 @@ std::string points_text(double points) {
   return out.str();
 }
 
+// XML 1.0 takes no control characters but tab and newline; the markup escapes are HTML's.
 std::string xml_escaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') ? ' ' : c;
-    }
-  }
-  return out;
+  std::string printable = text;
+  for (char& c : printable)
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') c = ' ';
+  return html_escaped(printable);
 }
 
 void write_text(const fs::path& path, const std::string& text) {
