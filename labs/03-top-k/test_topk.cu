@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <mutex>
 
 namespace {
 
@@ -23,12 +24,27 @@ int case_k(const Case& c) {
   return int(c.integer("k"));
 }
 
-// The k largest, largest first: what std::partial_sort with std::greater leaves in front.
-Values cpu_topk(Values input, int k) {
-  std::nth_element(input.begin(), input.begin() + (k - 1), input.end(), std::greater<int32_t>());
-  std::sort(input.begin(), input.begin() + k, std::greater<int32_t>());
-  input.resize(size_t(k));
-  return input;
+// The k largest, largest first: what std::partial_sort with std::greater leaves in front. Each
+// core keeps the k largest of its share of the input, and the answer is the k largest of those
+// candidates: on one core a 2^28 input takes seconds, and the class waits for it.
+Values cpu_topk(const Values& input, int k) {
+  const auto largest_first = std::greater<int32_t>();
+  const size_t keep = size_t(k);
+  std::mutex candidates_lock;
+  Values candidates;
+  labkit::parallel_chunks(input.size(), [&](size_t begin, size_t end) {
+    Values share(input.begin() + std::ptrdiff_t(begin), input.begin() + std::ptrdiff_t(end));
+    if (share.size() > keep) {
+      std::nth_element(share.begin(), share.begin() + std::ptrdiff_t(keep - 1), share.end(), largest_first);
+      share.resize(keep);
+    }
+    const std::lock_guard<std::mutex> hold(candidates_lock);
+    candidates.insert(candidates.end(), share.begin(), share.end());
+  });
+  std::nth_element(candidates.begin(), candidates.begin() + (k - 1), candidates.end(), largest_first);
+  std::sort(candidates.begin(), candidates.begin() + k, largest_first);
+  candidates.resize(keep);
+  return candidates;
 }
 
 std::map<int32_t, size_t> multiplicities(const Values& values) {
