@@ -1,0 +1,30 @@
+// The rank program of the CPU test of the rank protocol: labkit/rank_host.h with no GPU.
+#include "rank_test.h"
+
+#include "labkit/rank_host.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+
+namespace {
+
+void call_rank_test(void* symbol, const labkit::wire::Request& request, const labkit::HostMappings& mappings,
+                    cudaStream_t stream) {
+  using Function = void (*)(int, int, int, MPI_Comm);
+  reinterpret_cast<Function>(symbol)(labkit::decode_argument<int>(request.arguments[0], mappings, stream),
+                                     labkit::decode_argument<int>(request.arguments[1], mappings, stream),
+                                     labkit::decode_argument<int>(request.arguments[2], mappings, stream),
+                                     MPI_COMM_WORLD);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (labkit::launching(argc, argv)) return labkit::launch_in_sandbox(argc, argv);
+  MPI_Init(&argc, &argv);
+  labkit::RankHostOptions options = labkit::parse_rank_arguments(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &options.rank);
+  options.device = -1;
+  std::_Exit(labkit::serve_rank(options, "rank_test", call_rank_test));
+}
