@@ -22,6 +22,14 @@ std::vector<std::string> checked_tools(const std::vector<std::string>& tools) {
   return tools;
 }
 
+ExtraModule read_module(const std::string& name, const YAML::Node& entry) {
+  ExtraModule module{name, entry["files"].as<std::vector<std::string>>(), entry["loader"].as<std::string>()};
+  if (const YAML::Node build = entry["build"]; build && build["nvcc_flags"])
+    module.nvcc_flags = build["nvcc_flags"].as<std::vector<std::string>>();
+  if (entry["forbidden"]) module.forbidden = entry["forbidden"].as<std::vector<std::string>>();
+  return module;
+}
+
 LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
   const fs::path rubric_path = dir / "lab.yaml";
   try {
@@ -44,6 +52,8 @@ LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
       if (build["link"]) lab.link_libraries = build["link"].as<std::vector<std::string>>();
     }
     if (rubric["sanitize"]) lab.sanitize_tools = checked_tools(rubric["sanitize"].as<std::vector<std::string>>());
+    for (const auto& entry : rubric["modules"])
+      lab.modules.push_back(read_module(entry.first.as<std::string>(), entry.second));
     lab.correctness_points = rubric["correctness"]["points"].as<double>();
     for (const auto& entry : rubric["performance"])
       lab.performance.push_back({entry["case"].as<std::string>(), entry["points"].as<double>(),
@@ -58,6 +68,17 @@ LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
 }
 
 }  // namespace
+
+std::vector<std::string> LabSpec::module_files() const {
+  std::vector<std::string> files;
+  for (const std::string& file : student_files) {
+    bool apart = false;
+    for (const ExtraModule& module : modules)
+      apart = apart || std::find(module.files.begin(), module.files.end(), file) != module.files.end();
+    if (!apart) files.push_back(file);
+  }
+  return files;
+}
 
 std::vector<LabSpec> load_catalog(const std::string& source_root) {
   std::vector<fs::path> dirs;

@@ -13,6 +13,18 @@ struct PerformanceRubric {
   double full_credit_ratio = 1;
 };
 
+// `modules:` in lab.yaml: student files compiled apart from the lab's module, each into one
+// of its own (module-NAME.so beside module.so), for a program other than the lab's host to
+// load (lab 13's MPI ranks). Each has its own build flags and forbidden libraries, and is built
+// only where the kit built the program that loads it.
+struct ExtraModule {
+  std::string name;                        // "mpi"
+  std::vector<std::string> files;          // also in student_files
+  std::string loader;                      // that program, in the build's labs/ folder
+  std::vector<std::string> nvcc_flags;     // `build: {nvcc_flags: [...]}`
+  std::vector<std::string> forbidden;
+};
+
 struct LabSpec {
   std::string dir;   // "01-histogram"
   std::string id;    // "01"
@@ -33,6 +45,10 @@ struct LabSpec {
   // `sanitize:` in lab.yaml: the compute-sanitizer tools run on failing cases. memcheck for
   // every lab; racecheck and synccheck where the lab teaches shared memory and __syncthreads.
   std::vector<std::string> sanitize_tools = {"memcheck"};
+  std::vector<ExtraModule> modules;
+
+  // The student files of the lab's own module: those no extra module takes.
+  std::vector<std::string> module_files() const;
 };
 
 // All labs under source_root/labs, in folder order. Throws with the file's name on a bad rubric.

@@ -73,25 +73,55 @@ std::string tail(const std::string& text, std::size_t bytes) {
   return text.size() <= bytes ? text : "[...]\n" + text.substr(text.size() - bytes);
 }
 
-// Stages only the declared student files (so a submission's own copy of the contract header
-// is never used) and compiles them into the module the runner loads.
-bool build_module(const LabSpec& lab, const std::string& student_dir, const Toolchain& tc,
-                  const fs::path& lab_work, std::string& log) {
+// What one compiled module is made of: the lab's own (module.so), or one of its `modules:`.
+struct ModuleSources {
+  std::vector<std::string> files, nvcc_flags, libraries, forbidden;
+  std::string output;  // its file name in the lab's work folder
+};
+
+ModuleSources lab_module(const LabSpec& lab) {
+  return {lab.module_files(), lab.nvcc_flags, lab.link_libraries, lab.forbidden, "module.so"};
+}
+
+// The lab's own module, and each of `modules:` whose loader this build has. Where it has
+// none (the kit found no MPI), a module left by an earlier build goes, so the checks see none.
+std::vector<ModuleSources> modules_to_build(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work) {
+  std::vector<ModuleSources> modules = {lab_module(lab)};
+  for (const ExtraModule& extra : lab.modules) {
+    ModuleSources sources{extra.files, extra.nvcc_flags, {}, extra.forbidden, "module-" + extra.name + ".so"};
+    std::error_code ignored;
+    if (fs::exists(fs::path(tc.build_root) / "labs" / extra.loader))
+      modules.push_back(sources);
+    else
+      fs::remove(lab_work / sources.output, ignored);
+  }
+  return modules;
+}
+
+// Stages only the declared student files, so a submission's own copy of the contract header
+// is never used.
+void stage_student_files(const LabSpec& lab, const std::string& student_dir, const fs::path& lab_work) {
   const fs::path staged = lab_work / "src";
   fs::remove_all(staged);
   fs::create_directories(staged);
+  for (const std::string& file : lab.student_files)
+    fs::copy_file(fs::path(student_dir) / file, staged / file, fs::copy_options::overwrite_existing);
+}
+
+// Compiles staged files into a module the runner (or a program it starts) loads.
+bool build_module(const LabSpec& lab, const ModuleSources& module, const std::string& student_dir,
+                  const Toolchain& tc, const fs::path& lab_work, std::string& log) {
+  const fs::path staged = lab_work / "src";
   std::vector<std::string> argv = {tc.nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3"};
   argv.insert(argv.end(), tc.cuda_flags.begin(), tc.cuda_flags.end());
-  argv.insert(argv.end(), lab.nvcc_flags.begin(), lab.nvcc_flags.end());  // lab.yaml `build:`
+  argv.insert(argv.end(), module.nvcc_flags.begin(), module.nvcc_flags.end());  // lab.yaml `build:`
   argv.push_back("-I" + (fs::path(tc.source_root) / "labs" / lab.dir).string());
-  for (const std::string& file : lab.student_files) {
-    fs::copy_file(fs::path(student_dir) / file, staged / file, fs::copy_options::overwrite_existing);
-    argv.push_back((staged / file).string());
-  }
-  for (const std::string& library : lab.link_libraries) argv.push_back("-l" + library);
-  argv.insert(argv.end(), {"-o", (lab_work / "module.so").string()});
+  for (const std::string& file : module.files) argv.push_back((staged / file).string());
+  for (const std::string& library : module.libraries) argv.push_back("-l" + library);
+  argv.insert(argv.end(), {"-o", (lab_work / module.output).string()});
 
-  ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (lab_work / "build.log").string(), {}, false, {}};
+  const std::string log_name = module.output == "module.so" ? "build.log" : "build-" + module.output + ".log";
+  ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (lab_work / log_name).string(), {}, false, {}};
   const ChildOutcome outcome = run_child(request, {build_time_limit_seconds, 2 * build_time_limit_seconds});
   log = tail(outcome.output_tail, build_log_shown_bytes);
   // Name the student's own files in the diagnostics, not the staged copies.
@@ -100,6 +130,14 @@ bool build_module(const LabSpec& lab, const std::string& student_dir, const Tool
     log.replace(at, staged_prefix.size(), (fs::path(student_dir) / "").string());
   if (outcome.timed_out) log = "the compiler " + outcome.describe() + "\n" + log;
   return outcome.exit_code == 0 && !outcome.timed_out;
+}
+
+bool build_modules(const LabSpec& lab, const std::string& student_dir, const Toolchain& tc, const fs::path& lab_work,
+                   std::string& log) {
+  stage_student_files(lab, student_dir, lab_work);
+  for (const ModuleSources& module : modules_to_build(lab, tc, lab_work))
+    if (!build_module(lab, module, student_dir, tc, lab_work, log)) return false;
+  return true;
 }
 
 // Signs of a library in the staged sources (an include) or in the compiled module (its
@@ -124,22 +162,28 @@ const std::vector<LibrarySigns>& library_signs() {
   return signs;
 }
 
-// The first forbidden library the lab's rubric names that the submission uses, with where it
-// was seen; empty when none.
-std::string forbidden_use(const LabSpec& lab, const fs::path& lab_work) {
+// The first forbidden library a module's rubric names that the submission uses, with where
+// it was seen; empty when none.
+std::string forbidden_use(const ModuleSources& module, const fs::path& lab_work) {
   auto forbidden = [&](const LibrarySigns& library) {
-    return std::find(lab.forbidden.begin(), lab.forbidden.end(), library.name) != lab.forbidden.end();
+    return std::find(module.forbidden.begin(), module.forbidden.end(), library.name) != module.forbidden.end();
   };
   // Includes first: they name the library the student chose (Thrust's code contains CUB's).
   for (const LibrarySigns& library : library_signs())
-    for (const std::string& file : lab.student_files)
+    for (const std::string& file : module.files)
       if (forbidden(library) && std::regex_search(labkit::file_bytes((lab_work / "src" / file).string()), library.include))
         return std::string(library.name) + ", included in " + file;
-  const std::string module = labkit::file_bytes((lab_work / "module.so").string());
+  const std::string compiled = labkit::file_bytes((lab_work / module.output).string());
   for (const LibrarySigns& library : library_signs())
     for (const std::string& sign : library.in_module)
-      if (forbidden(library) && module.find(sign) != std::string::npos)
+      if (forbidden(library) && compiled.find(sign) != std::string::npos)
         return std::string(library.name) + ", seen in the compiled code (" + sign + ")";
+  return {};
+}
+
+std::string forbidden_use(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work) {
+  for (const ModuleSources& module : modules_to_build(lab, tc, lab_work))
+    if (const std::string found = forbidden_use(module, lab_work); !found.empty()) return found;
   return {};
 }
 
@@ -242,6 +286,12 @@ RunOutcome run_checks(const RunContext& context, const std::vector<std::string>&
     };
   if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
   if (!options.gpu_lock_dir.empty()) request.environment["LABKIT_GPU_LOCK"] = gpu_locks(options, gpu);
+  // Each of `modules:` sits beside the module: module-mpi.so, lab-NN-name-solution-mpi.so.
+  for (const ExtraModule& extra : lab.modules) {
+    std::string variable = "LABKIT_MODULE_" + extra.name;
+    std::transform(variable.begin(), variable.end(), variable.begin(), ::toupper);
+    request.environment[variable] = (module.parent_path() / (module.stem().string() + "-" + extra.name + ".so")).string();
+  }
   RunOutcome run;
   run.child = run_child(request, runner_limits(wall_seconds));
   run.reports = parse_reports(run.child.result_lines, token);
@@ -582,10 +632,10 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
              !refused.empty()) {
     result.status = LabStatus::missing_files;
     result.note = refused + " (lab not graded)";
-  } else if (!build_module(lab, job.student_dir, toolchain, job.work_dir, result.build_log)) {
+  } else if (!build_modules(lab, job.student_dir, toolchain, job.work_dir, result.build_log)) {
     result.status = LabStatus::build_failed;
     result.note = "your files did not compile; the compiler's messages are below";
-  } else if (const std::string found = forbidden_use(lab, job.work_dir); !found.empty()) {
+  } else if (const std::string found = forbidden_use(lab, toolchain, job.work_dir); !found.empty()) {
     result.status = LabStatus::forbidden;
     result.note = "uses a forbidden library, " + found + "; this lab teaches that kernel, so write it yourself";
   }

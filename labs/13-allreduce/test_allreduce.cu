@@ -1,17 +1,24 @@
 // Lab 13 checks: the student's all-reduce against a CPU sum on every dataset case, twice per
 // case on new inputs in the same buffers (a function that works only once, or replays an old
 // answer, fails the second call); then its speed against the reference solution's, both timed
-// by the host's clock until the work on every GPU has finished.
+// by the host's clock until the work on every GPU has finished. Cases marked `mpi` check part
+// 2 the same way: mpi_allreduce runs in one process per GPU under mpirun (labkit/rank_group.h).
 #include "allreduce.h"
 
 #include <labkit/lab.h>
+#include <labkit/rank_group.h>
+#include <labkit/results.h>
 #include <labkit/variants.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 
 namespace {
@@ -36,6 +43,9 @@ int gpus_for(const Case& c) {
 }
 
 bool exact_case(const Case& c) { return c.integer("exact", 0) != 0; }
+
+// Part 2's cases: mpi_allreduce, one process per GPU.
+bool mpi_case(const Case& c) { return c.integer("mpi", 0) != 0; }
 
 // GPU `gpu`'s array for call `call` of a case: `count` floats, each GPU and call from its own seed.
 std::vector<float> make_array(const Case& c, int gpu, int call, size_t count) {
@@ -308,11 +318,167 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(ring_allreduce)> fn, 
 // NCCL's bus bandwidth convention: each GPU must send and receive 2(g-1)/g of the array.
 double bus_bytes(size_t n, int gpus) { return 2.0 * (gpus - 1) / gpus * double(n) * sizeof(float); }
 
+// ---- part 2: mpi_allreduce, one process per GPU under mpirun --------------------------------
+
+// Whose code the ranks run. The grader compiles the student's mpi_allreduce.cu apart (it is
+// loaded by the ranks, not by the host) and names it in LABKIT_MODULE_MPI; the reference's
+// sits beside the reference module. The rank program sits beside this runner.
+enum class Side { student, reference };
+
+std::string beside_runner(const std::string& name) {
+  return (std::filesystem::canonical("/proc/self/exe").parent_path() / name).string();
+}
+
+std::string mpi_module(Side side) {
+  if (side == Side::reference) {
+    const std::filesystem::path reference = labkit::reference_module().path();
+    return (reference.parent_path() / (reference.stem().string() + "-mpi.so")).string();
+  }
+  const char* student = std::getenv("LABKIT_MODULE_MPI");
+  return student != nullptr ? student : "";
+}
+
+// "" when part 2 can run here; else why not ("not run: needs MPI (...)").
+std::string mpi_unavailable(Side side) {
+  return labkit::why_ranks_cannot_run(beside_runner("lab-13-allreduce-mpi-rank"), mpi_module(side),
+                                      labkit::find_mpirun());
+}
+
+// At most one group of ranks exists at a time: none of the submission's while the reference
+// is timed, and one GPU context per rank and GPU. A group keeps its ranks from case to case,
+// as the host does; a case with another GPU count starts a new one.
+class MpiRanks {
+public:
+  labkit::RankGroup& group(Side side, int ranks) {
+    keep_only(side);
+    std::unique_ptr<labkit::RankGroup>& group = side == Side::student ? student_ : reference_;
+    if (group && group_ranks_ != ranks) group.reset();
+    if (!group) {
+      labkit::RankGroupOptions options;
+      options.mpirun = labkit::find_mpirun().value_or("mpirun");
+      options.program = beside_runner("lab-13-allreduce-mpi-rank");
+      options.module = mpi_module(side);
+      options.ranks = ranks;
+      group = std::make_unique<labkit::RankGroup>(options);
+      group_ranks_ = ranks;
+    }
+    return *group;
+  }
+  void keep_only(Side side) { (side == Side::student ? reference_ : student_).reset(); }
+  void stop() { student_.reset(), reference_.reset(); }
+
+private:
+  std::unique_ptr<labkit::RankGroup> student_, reference_;
+  int group_ranks_ = 0;
+};
+
+MpiRanks& mpi_ranks() {
+  static MpiRanks ranks;
+  return ranks;
+}
+
+// One call of mpi_allreduce on every rank: rank g reduces `data[g]` (GPU g's buffer) in place.
+// Returns our clock's time from the call to the end of the work on every GPU, in ms.
+double call_mpi_allreduce(labkit::RankGroup& group, const std::vector<float*>& data, size_t n) {
+  std::vector<labkit::wire::Request> requests;
+  for (float* d_data : data) {
+    labkit::wire::Request request;
+    request.op = labkit::wire::Op::call;
+    labkit::wire::set_text(request.function, sizeof request.function, "mpi_allreduce");
+    request.argument_count = 2;
+    request.arguments[0] = labkit::encode_argument<float*>(d_data);
+    request.arguments[1] = labkit::encode_argument<size_t>(n);
+    requests.push_back(request);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  group.call(requests);
+  labkit::synchronize_all_devices();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+}
+
+// A part-2 case that cannot run here: reported as not run, never as passed. It is not a
+// failed case either, so part 1's timing goes ahead on a machine without MPI.
+void report_not_run(const Case& c, const std::string& why) {
+  labkit::emit_result({{"type", c.kind}, {"case", c.name}, {"passed", false}, {"message", why},
+                       {"output_ok", false}, {"skipped", why}});
+  std::printf("%-28s %s\n", c.name.c_str(), why.c_str());
+  MESSAGE(c.name << ": " << why);
+}
+
+// The case's two calls on the student's ranks, checked as part 1's are; "" when both are right.
+std::string run_mpi_calls(const Case& c) {
+  const int gpus = gpus_for(c);
+  const size_t offset = size_t(c.integer("offset", 0));
+  const size_t total = offset + c.n + guard_floats;
+  GpuBuffers buffers(gpus, c.n, offset);
+  std::vector<float*> data;
+  for (int g = 0; g < gpus; ++g) data.push_back(buffers.data(g));
+  for (int call = 0; call < 2; ++call) {
+    GpuArrays inputs;
+    for (int g = 0; g < gpus; ++g) inputs.push_back(make_array(c, g, call, total));
+    const Expected expected = expected_sum(inputs, offset, c.n, exact_case(c));
+    for (int g = 0; g < gpus; ++g) buffers.buffers[size_t(g)].upload(inputs[size_t(g)]);
+    try {
+      call_mpi_allreduce(mpi_ranks().group(Side::student, gpus), data, c.n);
+    } catch (const labkit::CudaError& error) {
+      return explain_cuda_error(error, call);
+    }
+    std::vector<std::vector<float>> actual;
+    for (int g = 0; g < gpus; ++g) actual.push_back(buffers.buffers[size_t(g)].download());
+    const std::string problem = check_result(inputs, actual, expected, offset, c.n);
+    if (!problem.empty())
+      return call == 0 ? problem
+                       : "the first call was right, the second (new inputs in the same buffers) was not: " +
+                             problem + " (hint: state kept from the earlier call)";
+  }
+  return "";
+}
+
+// Both sides by our clock, from the call until every GPU is done: the ranks report no time
+// of their own. The student's figure goes to the timing loop as both what "its process
+// reported" and what our clock saw, so it is the one scored; the reference's is timed by the
+// same loop as part 1's, around the same call.
+labkit::PerfSubject mpi_perf_subject(Side side, PerfInputs& inputs) {
+  labkit::TimedCall call;
+  call.launch = [side, &inputs](cudaStream_t) {
+    std::vector<float*> data;
+    for (int g = 0; g < inputs.gpus(); ++g) data.push_back(inputs.data(g));
+    const double ms = call_mpi_allreduce(mpi_ranks().group(side, inputs.gpus()), data, inputs.n);
+    if (labkit::RemoteTiming* timing = labkit::current_remote_timing()) {
+      ++timing->calls;
+      timing->event_ms = timing->wall_ms = ms;
+    }
+  };
+  call.prepare = [side, &inputs](int sample) {
+    mpi_ranks().keep_only(side);
+    inputs.load(labkit::pick_variant(sample, labkit::input_variants));
+  };
+  call.host_clock = true;
+  return {call, [&inputs] { return inputs.check(); }};
+}
+
+// Host staging caps the bus bandwidth at what PCIe and the CPUs' memory move, far below
+// NVLink's: a slow time says which of the two designs the code is.
+labkit::PerfHint mpi_hint(double bytes) {
+  return [bytes](double student_ms) -> std::string {
+    const double gbps = labkit::gigabytes_per_second(bytes, student_ms);
+    if (gbps >= 100) return "";
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "%.1f GB/s of bus bandwidth is what staging through host memory gets: every byte crosses PCIe "
+                  "twice and MPI adds the arrays on the CPUs. Bootstrap NCCL over MPI (rank 0's ncclUniqueId "
+                  "sent with MPI_Bcast, then ncclCommInitRank once) and let NCCL move the data GPU to GPU",
+                  gbps);
+    return text;
+  };
+}
+
 }  // namespace
 
 TEST_SUITE("correctness") {
   TEST_CASE("ring_allreduce leaves the sum on every GPU") {
     for (const Case& c : labkit::dataset().correctness) {
+      if (mpi_case(c)) continue;
       SUBCASE(c.name.c_str()) {
         labkit::run_case(c, [&] {
           const std::string problem = run_calls(c);
@@ -321,11 +487,29 @@ TEST_SUITE("correctness") {
       }
     }
   }
+
+  TEST_CASE("mpi_allreduce, one process per GPU, leaves the sum on every GPU") {
+    for (const Case& c : labkit::dataset().correctness) {
+      if (!mpi_case(c)) continue;
+      SUBCASE(c.name.c_str()) {
+        if (const std::string why = mpi_unavailable(Side::student); !why.empty()) {
+          report_not_run(c, why);
+          continue;
+        }
+        labkit::run_case(c, [&] {
+          const std::string problem = run_mpi_calls(c);
+          labkit::verdict(c, problem.empty(), problem);
+        });
+      }
+    }
+    mpi_ranks().stop();
+  }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("ring_allreduce bus bandwidth against the reference") {
     for (const Case& c : labkit::dataset().performance) {
+      if (mpi_case(c)) continue;
       SUBCASE(c.name.c_str()) {
         if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
         PerfInputs inputs(c, gpus_for(c));
@@ -333,6 +517,26 @@ TEST_SUITE("performance") {
             c, bus_bytes(c.n, inputs.gpus()),
             perf_subject(labkit::student<decltype(ring_allreduce)>("ring_allreduce"), inputs),
             perf_subject(labkit::reference<decltype(ring_allreduce)>("ring_allreduce"), inputs));
+      }
+    }
+  }
+
+  TEST_CASE("mpi_allreduce bus bandwidth against the reference, one process per GPU") {
+    for (const Case& c : labkit::dataset().performance) {
+      if (!mpi_case(c)) continue;
+      SUBCASE(c.name.c_str()) {
+        std::string why = mpi_unavailable(Side::student);
+        if (why.empty()) why = mpi_unavailable(Side::reference);
+        if (!why.empty()) {
+          report_not_run(c, why);
+          continue;
+        }
+        if (!labkit::timing_wanted(c)) continue;
+        PerfInputs inputs(c, gpus_for(c));
+        const double bytes = bus_bytes(c.n, inputs.gpus());
+        labkit::measure_performance(c, bytes, mpi_perf_subject(Side::student, inputs),
+                                    mpi_perf_subject(Side::reference, inputs), mpi_hint(bytes));
+        mpi_ranks().stop();  // before the inputs they mapped are freed
       }
     }
   }

@@ -1,0 +1,62 @@
+// Lab 13, part 2: one rank of the grader's MPI job. The checks (test_allreduce.cu) start it
+// under mpirun, one rank per GPU; each rank runs your mpi_allreduce in a sandbox and answers
+// the checks, which read the result from memory they own (labkit/rank_group.h). Started with
+// --launch, the same program is the sandboxed launcher that becomes mpirun.
+#include "mpi_allreduce.h"
+
+#include <labkit/rank_host.h>
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+#if LABKIT_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+namespace {
+
+// NCCL, where the kit was built with it, loads with this program (a call keeps the linker
+// from dropping it): before the rank's sandbox closes, which keeps the CUDA toolkit's folder
+// shut, and for the submission's module, which uses it without linking it.
+void load_nccl() {
+#if LABKIT_HAVE_NCCL
+  int version = 0;
+  ncclGetVersion(&version);
+#endif
+}
+
+// The rank's number among the ranks of its node: its GPU.
+int rank_on_node() {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int rank = 0;
+  MPI_Comm_rank(node, &rank);
+  MPI_Comm_free(&node);
+  return rank;
+}
+
+// The contract as the ranks call it: the buffer and its length come from the checks, the
+// communicator is this job's MPI_COMM_WORLD (a communicator cannot cross the wire).
+void call_mpi_allreduce(void* symbol, const labkit::wire::Request& request, const labkit::HostMappings& mappings,
+                        cudaStream_t stream) {
+  if (request.argument_count != 2) throw std::invalid_argument("mpi_allreduce takes a buffer and a count");
+  auto* function = reinterpret_cast<decltype(&mpi_allreduce)>(symbol);
+  function(labkit::decode_argument<float*>(request.arguments[0], mappings, stream),
+           labkit::decode_argument<std::size_t>(request.arguments[1], mappings, stream), MPI_COMM_WORLD, stream);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (labkit::launching(argc, argv)) return labkit::launch_in_sandbox(argc, argv);
+  load_nccl();
+  MPI_Init(&argc, &argv);
+  labkit::RankHostOptions options = labkit::parse_rank_arguments(argc, argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &options.rank);
+  options.device = rank_on_node();
+  // No MPI_Finalize: the checks end the job by killing it, and a rank whose peer has gone
+  // would wait in it for ever.
+  std::_Exit(labkit::serve_rank(options, "mpi_allreduce", call_mpi_allreduce));
+}
