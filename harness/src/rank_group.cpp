@@ -132,14 +132,16 @@ std::vector<std::string> rank_environment(const std::string& scratch, char** our
 //     with process_vm_readv, which Landlock refuses between two sandboxes; none copies
 //     through the shared segment.
 //   --bind-to none, --oversubscribe: one rank per GPU, whatever the cores; no pinning.
-// Open MPI's session folder goes where TMPDIR says: the scratch folder too.
+//   -x NCCL_NVLS_ENABLE: the ranks get mpirun's environment anyway; this one must not be lost.
+// Open MPI's session folder goes where TMPDIR says: the scratch folder too. No
+// --allow-run-as-root: the launcher has dropped root before it becomes mpirun.
 std::vector<std::string> launch_command(const RankGroupOptions& options, const std::string& scratch,
                                         const std::string& socket_path) {
   return {options.program, "--launch", "--module", options.module, "--scratch", scratch, "--",
           options.mpirun, "-np", std::to_string(options.ranks), "--bind-to", "none", "--oversubscribe",
           "--mca", "pml", "ob1", "--mca", "btl", "self,vader", "--mca", "osc", "^ucx",
           "--mca", "btl_vader_single_copy_mechanism", "none", "--mca", "btl_vader_backing_directory", scratch,
-          options.program, "--socket", socket_path, "--module", options.module, "--scratch", scratch};
+          "-x", "NCCL_NVLS_ENABLE", options.program, "--socket", socket_path, "--module", options.module, "--scratch", scratch};
 }
 
 RankGroup::RankGroup(RankGroupOptions options) : options_(std::move(options)) {}

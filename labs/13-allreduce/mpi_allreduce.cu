@@ -1,7 +1,8 @@
 // Lab 13, part 2 starter: the host-staged all-reduce. Each rank copies its array to pinned
 // host memory, MPI sums the host arrays, and each rank copies the sum back. It is correct,
-// but every byte crosses PCIe twice and MPI moves it through host memory: the README shows
-// how to let NCCL move it GPU to GPU instead, with MPI only handing out NCCL's id.
+// and earns part 2's correctness points, but no speed points: every byte crosses PCIe twice
+// and MPI moves it through host memory. The README shows how to let NCCL move it GPU to GPU
+// instead, with MPI only handing out NCCL's id.
 #include "mpi_allreduce.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
-// Lab 13, part 2 contract (a self-check, not graded yet): one process per GPU, started by
-// mpirun. Do not edit: mpi_main.cpp calls your function through it.
+// Lab 13, part 2 contract: one process per GPU, started by mpirun. Do not edit: the grader's
+// rank program (mpi_rank.cpp) and the self-check (mpi_main.cpp) call your function through it,
+// the grader with its own copy.
 #pragma once
 
 #include <cuda_runtime.h>

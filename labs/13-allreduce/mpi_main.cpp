@@ -1,4 +1,6 @@
-// Lab 13, part 2: the self-check for mpi_allreduce, one process per GPU.
+// Lab 13, part 2: the self-check for mpi_allreduce, one process per GPU. Not the grader:
+// `./grade lab 13` runs part 2 in sandboxed ranks of its own (mpi_rank.cpp); this program runs
+// the checks in the same processes as your code, to try things by hand.
 //
 //   mpirun --allow-run-as-root -np 2 build/labs/lab-13-allreduce-mpi
 //
