@@ -6,7 +6,8 @@
 #   [LABS="01 02"] bash grading/batch-benchmark.sh [GRADE] [PASSES]
 # GRADE: the grader (default: ./grade); PASSES: "first second" (default), or one of them, to
 # spread the passes over two sessions (compare the students/ folders afterwards); LABS: grade
-# only these labs (default: all).
+# only these labs (default: all); GRADE_OPTIONS: more options for the grader (e.g.
+# "--runs-per-gpu 3").
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 grade="${1:-$root/grade}"
@@ -29,7 +30,8 @@ which=(all)
 [[ -n "${LABS:-}" ]] && read -ra which <<<"lab $LABS"
 for pass in ${2:-first second}; do
   echo "=== $pass pass"
-  "$grade" "${which[@]}" --submissions "$class" --fresh --out "$out/$pass" >"$out/$pass.log" 2>&1
+  # shellcheck disable=SC2086 # GRADE_OPTIONS is a list of words
+  "$grade" "${which[@]}" --submissions "$class" --fresh --out "$out/$pass" ${GRADE_OPTIONS:-} >"$out/$pass.log" 2>&1
   grep -E "batch rate|lab-submissions graded" "$out/$pass.log"
 done
 [[ -d "$out/first/students" && -d "$out/second/students" ]] &&
