@@ -210,12 +210,16 @@ int launch_in_sandbox(int argc, char** argv) {
   }
   try {
     namespace fs = std::filesystem;
-    // /proc whole: each rank reads its own entries before it enters its own sandbox, and
-    // their numbers are not known yet. The sandbox still keeps other users' processes out
-    // of reach (Landlock denies tracing them, and so their memory and environment).
+    // /proc whole, with the rights of files: each rank starts CUDA before it enters its own
+    // sandbox, and the driver writes to (and reopens) entries of /proc/self, whose process
+    // numbers are not known yet; with read rights alone cudaSetDevice fails ("OS call
+    // failed", 2 x H200). Student code runs only after the rank's own sandbox, which allows
+    // /proc/self alone. This one still keeps other users' processes out of reach (Landlock
+    // denies tracing them, and so their memory and environment).
     const SandboxPolicy policy{{"/proc", fs::canonical(argv[command]).string(), fs::canonical("/proc/self/exe").string(),
                                 argument(command - 1, argv, "--module")},
-                               argument(command - 1, argv, "--scratch")};
+                               argument(command - 1, argv, "--scratch"),
+                               {"/proc"}};
     const pid_t parent = getppid();
     enter_sandbox(policy);
     die_with(parent);

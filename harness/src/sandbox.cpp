@@ -165,6 +165,8 @@ std::string restrict_files(const SandboxPolicy& policy, const HostTool& tool) {
   for (const std::string& file : mapped_libraries()) allow(ruleset, file, read_rights, abi);
   for (const std::string& file : policy.readable_files) allow(ruleset, file, read_rights, abi);
   if (!policy.scratch_dir.empty()) allow(ruleset, policy.scratch_dir, all_rights(abi), abi);
+  for (const std::string& path : policy.writable_paths)
+    allow(ruleset, path, read_rights | file_rights(abi), abi);
   allow_tool(ruleset, tool, abi);
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail("landlock_restrict_self");
   close(ruleset);

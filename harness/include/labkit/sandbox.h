@@ -17,7 +17,8 @@ namespace labkit {
 
 struct SandboxPolicy {
   std::vector<std::string> readable_files;  // the submission's module
-  std::string scratch_dir;                  // the only place it may write
+  std::string scratch_dir;                  // the only place it may create and remove files
+  std::vector<std::string> writable_paths;  // files beneath that it may also write (the MPI launcher's /proc)
 };
 
 // Applies the policy to this process. Returns a one-line description of what is in force
