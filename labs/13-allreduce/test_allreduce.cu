@@ -392,6 +392,9 @@ double call_mpi_allreduce(labkit::RankGroup& group, const std::vector<float*>& d
     request.arguments[1] = labkit::encode_argument<size_t>(n);
     requests.push_back(request);
   }
+  // A pageable cudaMemcpy may return before its bytes reach the GPU, and the ranks are other
+  // processes: without this a one-float case read the previous call's sum (2 x H200).
+  labkit::synchronize_all_devices();
   const auto started = std::chrono::steady_clock::now();
   group.call(requests);
   labkit::synchronize_all_devices();
@@ -468,11 +471,13 @@ labkit::PerfSubject mpi_perf_subject(Side side, PerfInputs& inputs) {
 }
 
 // Host staging caps the bus bandwidth at what PCIe and the CPUs' memory move, far below
-// NVLink's: a slow time says which of the two designs the code is.
+// NVLink's: a slow time says which of the two designs the code is. By our clock each call
+// also pays the ranks' round trip (about 0.35 ms on 2 x H200), which holds NCCL itself to
+// about 28 GB/s at 16 MiB; staging measured 2.5 GB/s there and 1.1 GB/s at 256 MiB.
 labkit::PerfHint mpi_hint(double bytes) {
   return [bytes](double student_ms) -> std::string {
     const double gbps = labkit::gigabytes_per_second(bytes, student_ms);
-    if (gbps >= 100) return "";
+    if (gbps >= 15) return "";
     char text[400];
     std::snprintf(text, sizeof text,
                   "%.1f GB/s of bus bandwidth is what staging through host memory gets: every byte crosses PCIe "
