@@ -27,7 +27,7 @@ struct BatchOptions {
   GradeOptions grade;
   int build_workers = 2;
   int gpu_count = 1;
-  int runs_per_gpu = 2;  // labs checked at once on one GPU; timing still has the GPU alone
+  int runs_per_gpu = 3;  // labs checked at once on one GPU; timing still has the GPU alone
   std::string work_dir;  // per submission and lab: staged sources, module, logs, saved result
   bool progress = true;      // status lines on stderr
   bool reuse_saved = false;  // reuse a saved result whose inputs are all unchanged

@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> lab_keys;
   std::string submissions_dir, out_dir, secret_file;
   int jobs = std::max(1u, std::thread::hardware_concurrency());
-  int gpus = 0, time_limit = 0, runs_per_gpu = 2;
+  int gpus = 0, time_limit = 0, runs_per_gpu = 3;
   app.add_flag("--solution", solution, "grade the reference solutions instead of the student files");
   app.add_flag("--json", as_json, "print the report as JSON instead of text");
   app.add_flag("--list", list, "list the labs and exit");
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
   app.add_option("--jobs", jobs, "compiles in parallel (default: the CPU cores)");
   app.add_option("--gpus", gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
   app.add_option("--runs-per-gpu", runs_per_gpu,
-                 "with --submissions: labs checked at once on each GPU (default 2; timing always has the GPU alone)");
+                 "with --submissions: labs checked at once on each GPU (default 3; timing always has the GPU alone)");
   app.add_option("--secret-file", secret_file, "instructor secret mixed into every seed (or set LABKIT_SECRET)");
   app.add_option("--time-limit", time_limit, "seconds each lab's checks may run (default: the lab's rubric)");
   app.add_flag("--fresh", fresh, "grade a batch again even where nothing changed");
