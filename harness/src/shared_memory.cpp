@@ -204,11 +204,12 @@ void* allocate_shared(std::size_t bytes) {
   const CUdeviceptr address = map_read_write(handle, size, device);
   std::lock_guard lock(registry().mutex);
   registry().by_address[address] = {registry().next_id++, handle, size, MemoryKind::device, device, -1};
-  const std::size_t used = (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;
+  const std::size_t used = (std::max<std::size_t>(bytes, 1) + 15) / 16 * 16;
   return reinterpret_cast<void*>(buffers_at_mapping_end ? address + (size - used) : address);
 }
 
 void place_device_buffers_at_mapping_end() { buffers_at_mapping_end = true; }
+bool device_buffers_at_mapping_end() { return buffers_at_mapping_end; }
 
 void* allocate_shared_host(std::size_t bytes) {
   const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));

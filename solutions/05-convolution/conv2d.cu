@@ -1,15 +1,13 @@
 // Lab 05 reference solution: the chapter's v3 (a shared-memory tile with its halo, the filter
 // in constant memory), taken three steps further:
-//   - each thread computes a 4 x 4 block of outputs (4 adjacent columns, 4 rows), so every
-//     value it reads from shared memory serves up to 4 x filter_size outputs (register reuse;
-//     the chapter's v3 reads filter_size^2 values from shared memory for every output), and
-//     it reads them as float4s: a quarter of the shared-memory loads of one float per tap;
+//   - each thread computes a column strip of outputs, so every value it reads from shared
+//     memory serves up to filter_size outputs (register reuse; the chapter's v3 reads
+//     filter_size^2 values from shared memory for every output);
 //   - the filter size is a template parameter, so the loops unroll and each coefficient is an
 //     operand read straight from the constant bank by the FMA instruction;
-//   - the tile is loaded, and the outputs stored, with 16-byte accesses.
-// Rows whose length is not a multiple of 4 floats (or unaligned pointers) take a scalar
-// version of the same kernel. Every size and every odd filter size up to MAX_FILTER_SIZE is
-// handled; pixels outside the image count as zero.
+//   - the tile is loaded with 16-byte loads when the rows are 16-byte aligned.
+// Every size and every odd filter size up to MAX_FILTER_SIZE is handled; pixels outside the
+// image count as zero.
 #include "conv2d.h"
 
 #include <cstdint>
@@ -22,15 +20,12 @@ namespace {
 __constant__ float c_filter[MAX_FILTER_SIZE * MAX_FILTER_SIZE];
 
 // The block's shape and how much of the output it covers.
-// The shape: a sweep on the H100 (8192^2 image; threads_y 4-16 x rows 2-16 x 4 columns) put
-// 8 x 4 first for 3 x 3 and 5 x 5 filters (90.6% and 86.0% of a device-to-device copy's
-// bandwidth); 2 columns a thread, one float per tap, peaked at 83.9% for 5 x 5.
 struct Tiling {
-  static constexpr int threads_x = 32;        // one warp across the tile
+  static constexpr int threads_x = 32;        // one warp across the tile: conflict-free shared reads
   static constexpr int threads_y = 8;
   static constexpr int threads = threads_x * threads_y;
-  static constexpr int cols_per_thread = 4;   // adjacent (vector kernel) or lane + 32k (scalar)
-  static constexpr int rows_per_thread = 4;   // a strip of consecutive rows
+  static constexpr int cols_per_thread = 2;   // columns lane and lane + 32
+  static constexpr int rows_per_thread = 8;   // a strip of consecutive rows
   static constexpr int tile_cols = threads_x * cols_per_thread;
   static constexpr int tile_rows = threads_y * rows_per_thread;
 };
@@ -84,8 +79,7 @@ __device__ void load_tile(const float* __restrict__ in, int rows, int cols, int 
 
 // One block computes a tile_rows x tile_cols patch of the output. Blocks are numbered along
 // rows of tiles in a one-dimensional grid, so neither a very tall nor a very wide image runs
-// into gridDim.y's limit of 65535. The scalar version: for rows of any length and any
-// alignment, one float per tap, thread (tx, ty) in columns tx, tx + 32, ...
+// into gridDim.y's limit of 65535.
 template <int FilterSize>
 __global__ void __launch_bounds__(Tiling::threads)
 conv2d_tiled_register_strip_kernel(const float* __restrict__ in, int rows, int cols, int tiles_x, bool vector_loads,
@@ -99,7 +93,7 @@ conv2d_tiled_register_strip_kernel(const float* __restrict__ in, int rows, int c
   load_tile<FilterSize>(in, rows, cols, out_row0 - T::half, out_col0 - T::left, vector_loads, tile);
   __syncthreads();
 
-  // Thread (tx, ty) owns output rows ty*R .. ty*R+R-1 of the tile, in columns tx, tx + 32, ...
+  // Thread (tx, ty) owns output rows ty*R .. ty*R+R-1 of the tile, in columns tx and tx + 32.
   // Input row ir of its window feeds output row o through filter row ir - o, so each value
   // read from shared memory is used by up to FilterSize accumulators.
   float acc[Tiling::cols_per_thread][R];
@@ -137,71 +131,14 @@ conv2d_tiled_register_strip_kernel(const float* __restrict__ in, int rows, int c
   }
 }
 
-// The same tile with 16-byte accesses (cols % 4 == 0, both images 16-byte aligned). Thread
-// (tx, ty) owns output columns 4tx .. 4tx+3 of the tile and R rows. It reads each input row's
-// window as float4s: a warp's 32 float4s are 512 consecutive bytes, free of bank conflicts.
-template <int FilterSize>
-__global__ void __launch_bounds__(Tiling::threads)
-conv2d_vector_strip_kernel(const float* __restrict__ in, int rows, int cols, int tiles_x, float* __restrict__ out) {
-  using T = Tile<FilterSize>;
-  constexpr int R = Tiling::rows_per_thread;
-  static_assert(Tiling::cols_per_thread == 4, "four adjacent columns per thread");
-  constexpr int start = T::left - T::half;  // where output column 4tx's window starts in its first float4
-  constexpr int window_float4s = ceil_div(start + 3 + FilterSize, 4);
-  __shared__ __align__(16) float tile[T::rows][T::cols];
-
-  const int tile_x = int(blockIdx.x % unsigned(tiles_x)), tile_y = int(blockIdx.x / unsigned(tiles_x));
-  const int out_row0 = tile_y * Tiling::tile_rows, out_col0 = tile_x * Tiling::tile_cols;
-  load_tile<FilterSize>(in, rows, cols, out_row0 - T::half, out_col0 - T::left, true, tile);
-  __syncthreads();
-
-  float acc[4][R];
-#pragma unroll
-  for (int q = 0; q < 4; ++q)
-#pragma unroll
-    for (int o = 0; o < R; ++o) acc[q][o] = 0.f;
-#pragma unroll
-  for (int ir = 0; ir < R + FilterSize - 1; ++ir) {
-    float window[4 * window_float4s];
-    const float4* row = reinterpret_cast<const float4*>(&tile[threadIdx.y * R + ir][4 * threadIdx.x]);
-#pragma unroll
-    for (int v = 0; v < window_float4s; ++v) {
-      const float4 x = row[v];
-      window[4 * v] = x.x, window[4 * v + 1] = x.y, window[4 * v + 2] = x.z, window[4 * v + 3] = x.w;
-    }
-    // Input row ir feeds output row o through filter row ir - o: the order of the sums (filter
-    // row, then column) is the scalar kernel's, so both give the same bits.
-#pragma unroll
-    for (int j = 0; j < FilterSize; ++j)
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-#pragma unroll
-        for (int i = 0; i < FilterSize; ++i) {
-          const int o = ir - i;  // known at compile time: the test costs nothing
-          if (o >= 0 && o < R) acc[q][o] = fmaf(window[start + q + j], c_filter[i * FilterSize + j], acc[q][o]);
-        }
-  }
-
-#pragma unroll
-  for (int o = 0; o < R; ++o) {
-    const int row = out_row0 + threadIdx.y * R + o, col = out_col0 + 4 * threadIdx.x;
-    if (row >= rows || col >= cols) break;  // cols % 4 == 0: a float4 is wholly in or out
-    *reinterpret_cast<float4*>(&out[size_t(row) * cols + col]) = make_float4(acc[0][o], acc[1][o], acc[2][o], acc[3][o]);
-  }
-}
-
 template <int FilterSize>
 void launch(const float* in, int rows, int cols, float* out, cudaStream_t stream) {
   const int tiles_x = ceil_div(cols, Tiling::tile_cols);
   const int tiles_y = ceil_div(rows, Tiling::tile_rows);
   const bool vector_loads = cols % 4 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
-  const bool vector_stores = cols % 4 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
   const unsigned blocks = unsigned(tiles_x) * unsigned(tiles_y);
-  const dim3 threads(Tiling::threads_x, Tiling::threads_y);
-  if (vector_loads && vector_stores)
-    conv2d_vector_strip_kernel<FilterSize><<<blocks, threads, 0, stream>>>(in, rows, cols, tiles_x, out);
-  else
-    conv2d_tiled_register_strip_kernel<FilterSize><<<blocks, threads, 0, stream>>>(in, rows, cols, tiles_x, vector_loads, out);
+  conv2d_tiled_register_strip_kernel<FilterSize>
+      <<<blocks, dim3(Tiling::threads_x, Tiling::threads_y), 0, stream>>>(in, rows, cols, tiles_x, vector_loads, out);
 }
 
 }  // namespace

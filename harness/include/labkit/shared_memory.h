@@ -24,11 +24,13 @@ void* allocate_shared(std::size_t bytes);
 void* allocate_shared_host(std::size_t bytes);
 void free_shared(void* address);  // either kind
 
-// From now on, place each device allocation's bytes at the END of its mapping (256-byte
-// aligned) rather than at its start. Used when the submission's process runs under
-// compute-sanitizer: a read just past a buffer then leaves the mapping, where memcheck sees
-// it, instead of landing in the rounding up to the 2 MiB granularity.
+// From now on, place each device allocation's bytes at the END of its mapping (16-byte
+// aligned, as a float4 needs; not cudaMalloc's 256) rather than at its start. Used when the
+// submission's process runs under compute-sanitizer: a read just past a buffer then leaves
+// the mapping, where memcheck sees it, instead of landing in the rounding up to the 2 MiB
+// granularity. Checks that pad their buffers with guard bands leave them out then.
 void place_device_buffers_at_mapping_end();
+bool device_buffers_at_mapping_end();
 
 struct SharedLocation {
   std::uint64_t id = 0;      // unique for the life of the process: never reused
