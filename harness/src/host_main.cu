@@ -26,22 +26,6 @@ using namespace labkit;
 
 constexpr int socket_fd = 3;
 
-// Reads one request, and the file descriptor that comes with a map request.
-bool receive(wire::Request& request, int& fd) {
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec io{&request, sizeof request};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  if (recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC) != ssize_t(sizeof request)) return false;
-  fd = -1;
-  if (const cmsghdr* header = CMSG_FIRSTHDR(&message); header && header->cmsg_type == SCM_RIGHTS)
-    std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
-  return true;
-}
-
 void send_reply(const wire::Reply& reply) {
   if (send(socket_fd, &reply, sizeof reply, MSG_NOSIGNAL) != ssize_t(sizeof reply)) std::_Exit(0);
 }
@@ -110,15 +94,9 @@ public:
 
   wire::Reply handle(const wire::Request& request, int fd) {
     switch (request.op) {
-      case wire::Op::map: {
-        ExportedAllocation exported;
-        exported.fd = fd;
-        exported.bytes = std::size_t(request.bytes);
-        exported.kind = MemoryKind(request.memory);
-        exported.device = request.device;
-        mappings_.add(request.id, std::make_unique<ImportedAllocation>(exported));
+      case wire::Op::map:
+        mappings_.map(request, fd);
         return {};
-      }
       case wire::Op::unmap:
         mappings_.remove(request.id);
         return {};
@@ -243,7 +221,7 @@ int main(int argc, char** argv) {
 
   wire::Request request;
   int fd = -1;
-  while (receive(request, fd)) {
+  while (wire::receive_request(socket_fd, request, fd)) {
     wire::Reply reply;
     try {
       reply = host->handle(request, fd);

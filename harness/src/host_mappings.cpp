@@ -9,8 +9,13 @@ namespace labkit {
 HostMappings::HostMappings() = default;
 HostMappings::~HostMappings() = default;
 
-void HostMappings::add(std::uint64_t id, std::unique_ptr<ImportedAllocation> allocation) {
-  allocations_[id] = std::move(allocation);
+void HostMappings::map(const wire::Request& request, int fd) {
+  ExportedAllocation exported;
+  exported.fd = fd;
+  exported.bytes = std::size_t(request.bytes);
+  exported.kind = MemoryKind(request.memory);
+  exported.device = request.device;
+  allocations_[request.id] = std::make_unique<ImportedAllocation>(exported);
 }
 
 void HostMappings::remove(std::uint64_t id) { allocations_.erase(id); }

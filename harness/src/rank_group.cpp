@@ -243,21 +243,7 @@ void RankGroup::accept_ranks(int listener) {
 }
 
 void RankGroup::send(Rank& rank, int index, const wire::Request& request, int fd) {
-  iovec io{const_cast<wire::Request*>(&request), sizeof request};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-  }
-  if (sendmsg(rank.socket, &message, MSG_NOSIGNAL) != ssize_t(sizeof request))
+  if (!wire::send_request(rank.socket, request, fd))
     fail("rank " + std::to_string(index) + ": the process running your code ended before it took the request");
 }
 

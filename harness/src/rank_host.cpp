@@ -21,21 +21,6 @@ namespace labkit {
 
 namespace {
 
-bool receive(int socket_fd, wire::Request& request, int& fd) {
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec io{&request, sizeof request};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  if (recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC) != ssize_t(sizeof request)) return false;
-  fd = -1;
-  if (const cmsghdr* header = CMSG_FIRSTHDR(&message); header && header->cmsg_type == SCM_RIGHTS)
-    std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
-  return true;
-}
-
 void send_reply(int socket_fd, const wire::Reply& reply) {
   if (send(socket_fd, &reply, sizeof reply, MSG_NOSIGNAL) != ssize_t(sizeof reply)) std::_Exit(0);
 }
@@ -88,15 +73,9 @@ public:
 
   wire::Reply handle(const wire::Request& request, int fd) {
     switch (request.op) {
-      case wire::Op::map: {
-        ExportedAllocation exported;
-        exported.fd = fd;
-        exported.bytes = std::size_t(request.bytes);
-        exported.kind = MemoryKind(request.memory);
-        exported.device = request.device;
-        mappings_.add(request.id, std::make_unique<ImportedAllocation>(exported));
+      case wire::Op::map:
+        mappings_.map(request, fd);
         return {};
-      }
       case wire::Op::unmap:
         mappings_.remove(request.id);
         return {};
@@ -182,7 +161,7 @@ int serve_rank(const RankHostOptions& options, const char* function, const RankI
 
   wire::Request request;
   int fd = -1;
-  while (receive(socket_fd, request, fd)) {
+  while (wire::receive_request(socket_fd, request, fd)) {
     wire::Reply reply;
     try {
       reply = host->handle(request, fd);

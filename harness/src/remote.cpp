@@ -167,21 +167,7 @@ void HostProcess::stop() {
 }
 
 void HostProcess::send(const wire::Request& request, int fd) {
-  iovec io{const_cast<wire::Request*>(&request), sizeof request};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
-  }
-  if (sendmsg(socket_, &message, MSG_NOSIGNAL) != ssize_t(sizeof request)) died("before it took the call");
+  if (!wire::send_request(socket_, request, fd)) died("before it took the call");
 }
 
 // A reply must arrive whole within `seconds`; anything else is a crash or a hang.

@@ -24,7 +24,8 @@ class HostMappings {
 public:
   HostMappings();
   ~HostMappings();  // unmaps what is left
-  void add(std::uint64_t id, std::unique_ptr<ImportedAllocation> allocation);
+  // Maps the allocation a map request describes, whose file descriptor came with it.
+  void map(const wire::Request& request, int fd);
   void remove(std::uint64_t id);
   // The address of (id, offset); throws std::invalid_argument when the id is unknown or the
   // offset is past the allocation.

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <sys/socket.h>
 #include <type_traits>
 
 namespace labkit::wire {
@@ -88,6 +89,42 @@ T from_bits(std::uint64_t bits) {
   T value;
   std::memcpy(&value, &bits, sizeof(T));
   return value;
+}
+
+// One request over a Unix socket, with the file descriptor of a map request beside it
+// (SCM_RIGHTS). Both return whether the whole request went through.
+inline bool send_request(int socket, const Request& request, int fd) {
+  iovec io{const_cast<Request*>(&request), sizeof request};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(header), &fd, sizeof fd);
+  }
+  return sendmsg(socket, &message, MSG_NOSIGNAL) == ssize_t(sizeof request);
+}
+
+// `fd` is -1 when no descriptor came with the request.
+inline bool receive_request(int socket, Request& request, int& fd) {
+  char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec io{&request, sizeof request};
+  msghdr message{};
+  message.msg_iov = &io;
+  message.msg_iovlen = 1;
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
+  if (recvmsg(socket, &message, MSG_CMSG_CLOEXEC) != ssize_t(sizeof request)) return false;
+  fd = -1;
+  if (const cmsghdr* header = CMSG_FIRSTHDR(&message); header && header->cmsg_type == SCM_RIGHTS)
+    std::memcpy(&fd, CMSG_DATA(header), sizeof fd);
+  return true;
 }
 
 }  // namespace labkit::wire
