@@ -117,8 +117,9 @@ void call_allreduce(const labkit::Function<decltype(ring_allreduce)>& fn, GpuBuf
 std::string gpu_name(int gpu) { return "GPU " + std::to_string(gpu); }
 
 // What the wrong elements of one GPU have in common, as a hint.
+// `mpi`: part 2's ranks, where the GPUs meet through MPI rather than peer copies and events.
 std::string diagnose_gpu(const GpuArrays& inputs, const std::vector<float>& actual, const Expected& e, int gpu,
-                         size_t first, size_t n) {
+                         size_t first, size_t n, bool mpi) {
   size_t wrong = 0, own_input = 0, doubled_own = 0, nans = 0, first_wrong = n, last_wrong = 0;
   for (size_t i = 0; i < n; ++i) {
     const float a = actual[first + i];
@@ -157,6 +158,9 @@ std::string diagnose_gpu(const GpuArrays& inputs, const std::vector<float>& actu
   if (wrong <= 3 && last_wrong >= n - 3)
     return where + ": only the last few elements, those past the last multiple of 4 (hint: a float4 loop "
                    "must leave a scalar tail when n is not a multiple of 4)";
+  if (mpi)
+    return where + ": MPI summed a host copy that was not yet complete, or the sum was copied back from the "
+                   "wrong place (hint: synchronise the stream after the copy to the host and before the MPI call)";
   return where + ": a slice was added before the peer finished writing it, or added to the wrong position "
                  "(hint: the two phases need a barrier across GPUs, e.g. events and cudaStreamWaitEvent)";
 }
@@ -164,7 +168,7 @@ std::string diagnose_gpu(const GpuArrays& inputs, const std::vector<float>& actu
 // The whole verdict for one call: "" when every GPU holds the right sum, the same bits, and
 // nothing outside [0, n) changed.
 std::string check_result(const GpuArrays& inputs, const std::vector<std::vector<float>>& actual, const Expected& e,
-                         size_t first, size_t n) {
+                         size_t first, size_t n, bool mpi = false) {
   const int gpus = int(inputs.size());
   for (int g = 0; g < gpus; ++g) {
     const auto& in = inputs[size_t(g)];
@@ -182,7 +186,7 @@ std::string check_result(const GpuArrays& inputs, const std::vector<std::vector<
       for (size_t i = begin; i < end && all_right; ++i)
         if (!element_right(e, i, actual[size_t(g)][first + i])) all_right = false;
     });
-    if (!all_right) return diagnose_gpu(inputs, actual[size_t(g)], e, g, first, n);
+    if (!all_right) return diagnose_gpu(inputs, actual[size_t(g)], e, g, first, n, mpi);
   }
   for (int g = 1; g < gpus; ++g)
     for (size_t i = 0; i < n; ++i)
@@ -438,7 +442,7 @@ std::string run_mpi_calls(const Case& c) {
     }
     std::vector<std::vector<float>> actual;
     for (int g = 0; g < gpus; ++g) actual.push_back(buffers.buffers[size_t(g)].download());
-    const std::string problem = check_result(inputs, actual, expected, offset, c.n);
+    const std::string problem = check_result(inputs, actual, expected, offset, c.n, /*mpi=*/true);
     if (!problem.empty())
       return call == 0 ? problem
                        : "the first call was right, the second (new inputs in the same buffers) was not: " +
