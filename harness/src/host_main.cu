@@ -26,18 +26,6 @@ using namespace labkit;
 
 constexpr int socket_fd = 3;
 
-void send_reply(const wire::Reply& reply) {
-  if (send(socket_fd, &reply, sizeof reply, MSG_NOSIGNAL) != ssize_t(sizeof reply)) std::_Exit(0);
-}
-
-wire::Reply failure(wire::Status status, const std::string& text, cudaError_t code = cudaSuccess) {
-  wire::Reply reply;
-  reply.status = status;
-  reply.cuda_error = int(code);
-  wire::set_text(reply.message, sizeof reply.message, text.c_str());
-  return reply;
-}
-
 // Spins for `ns` nanoseconds of the GPU's global timer: a stand-in for an honest kernel of
 // that length, whose round trip the checks measure with no submission involved.
 __global__ void spin_kernel(std::uint64_t ns) {
@@ -192,13 +180,6 @@ Arguments parse(int argc, char** argv) {
 }
 
 // Loading runs the module's constructors: student code, already inside the sandbox.
-void* load_module(const std::string& path) {
-  if (path.empty()) return nullptr;
-  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (module == nullptr) throw std::runtime_error(std::string("cannot load your compiled code: ") + dlerror());
-  return module;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,23 +197,9 @@ int main(int argc, char** argv) {
   } catch (const std::exception& error) {
     hello = failure(wire::Status::failed, error.what());
   }
-  send_reply(hello);
+  send_reply(socket_fd, hello);
   if (!host) return 1;
 
-  wire::Request request;
-  int fd = -1;
-  while (wire::receive_request(socket_fd, request, fd)) {
-    wire::Reply reply;
-    try {
-      reply = host->handle(request, fd);
-    } catch (const CudaError& error) {
-      reply = failure(wire::Status::cuda_error, error.what(), error.code());
-    } catch (const std::exception& error) {
-      reply = failure(wire::Status::failed, error.what());
-    } catch (...) {
-      reply = failure(wire::Status::failed, "your code threw a C++ exception out of the contract function");
-    }
-    send_reply(reply);
-  }
+  serve_requests(socket_fd, [&](const wire::Request& request, int fd) { return host->handle(request, fd); });
   return 0;
 }

@@ -21,18 +21,6 @@ namespace labkit {
 
 namespace {
 
-void send_reply(int socket_fd, const wire::Reply& reply) {
-  if (send(socket_fd, &reply, sizeof reply, MSG_NOSIGNAL) != ssize_t(sizeof reply)) std::_Exit(0);
-}
-
-wire::Reply failure(wire::Status status, const std::string& text, cudaError_t code = cudaSuccess) {
-  wire::Reply reply;
-  reply.status = status;
-  reply.cuda_error = int(code);
-  wire::set_text(reply.message, sizeof reply.message, text.c_str());
-  return reply;
-}
-
 int connect_to(const std::string& path) {
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   sockaddr_un address{};
@@ -56,12 +44,6 @@ void start_device(int device) {
   CUDA_CHECK(cudaSetDevice(device));
   CUDA_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
   CUDA_CHECK(cudaFree(nullptr));
-}
-
-void* load_module(const std::string& path) {
-  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (module == nullptr) throw std::runtime_error(std::string("cannot load your compiled code: ") + dlerror());
-  return module;
 }
 
 class RankHost {
@@ -159,21 +141,7 @@ int serve_rank(const RankHostOptions& options, const char* function, const RankI
   send_reply(socket_fd, hello);
   if (!host) return 1;
 
-  wire::Request request;
-  int fd = -1;
-  while (wire::receive_request(socket_fd, request, fd)) {
-    wire::Reply reply;
-    try {
-      reply = host->handle(request, fd);
-    } catch (const CudaError& error) {
-      reply = failure(wire::Status::cuda_error, error.what(), error.code());
-    } catch (const std::exception& error) {
-      reply = failure(wire::Status::failed, error.what());
-    } catch (...) {
-      reply = failure(wire::Status::failed, "your code threw a C++ exception out of the contract function");
-    }
-    send_reply(socket_fd, reply);
-  }
+  serve_requests(socket_fd, [&](const wire::Request& request, int fd) { return host->handle(request, fd); });
   return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 namespace {
@@ -220,37 +221,44 @@ void export_inputs(const Case& c, const GpuArrays& inputs, const Expected& expec
   labkit::export_array(c, "expected_sum", expected.sum);
 }
 
-// Runs the case's two calls; "" when both are right.
-std::string run_calls(const Case& c) {
+// Runs the case's two calls through `call`, which reduces every GPU's buffer in place and
+// returns when all of them are done; "" when both are right. `mpi`: part 2's wording.
+std::string run_two_calls(const Case& c, const std::function<void(GpuBuffers&)>& call, bool mpi) {
   const int gpus = gpus_for(c);
   const size_t offset = size_t(c.integer("offset", 0));
   const size_t total = offset + c.n + guard_floats;
   GpuBuffers buffers(gpus, c.n, offset);
-  const auto fn = labkit::student<decltype(ring_allreduce)>("ring_allreduce");
 
-  for (int call = 0; call < 2; ++call) {
+  for (int round = 0; round < 2; ++round) {
     GpuArrays inputs;
-    for (int g = 0; g < gpus; ++g) inputs.push_back(make_array(c, g, call, total));
+    for (int g = 0; g < gpus; ++g) inputs.push_back(make_array(c, g, round, total));
     const Expected expected = expected_sum(inputs, offset, c.n, exact_case(c));
-    if (call == 0) export_inputs(c, inputs, expected, offset);
+    if (round == 0) export_inputs(c, inputs, expected, offset);
     for (int g = 0; g < gpus; ++g) buffers.buffers[size_t(g)].upload(inputs[size_t(g)]);
 
     try {
-      call_allreduce(fn, buffers, nullptr);
+      call(buffers);
     } catch (const labkit::CudaError& error) {
-      return explain_cuda_error(error, call);
+      return explain_cuda_error(error, round);
     }
-    labkit::synchronize_all_devices();
 
     std::vector<std::vector<float>> actual;
     for (int g = 0; g < gpus; ++g) actual.push_back(buffers.buffers[size_t(g)].download());
-    const std::string problem = check_result(inputs, actual, expected, offset, c.n);
+    const std::string problem = check_result(inputs, actual, expected, offset, c.n, mpi);
     if (!problem.empty())
-      return call == 0 ? problem
-                       : "the first call was right, the second (new inputs in the same buffers) was not: " +
-                             problem + " (hint: state kept from the earlier call)";
+      return round == 0 ? problem
+                        : "the first call was right, the second (new inputs in the same buffers) was not: " +
+                              problem + " (hint: state kept from the earlier call)";
   }
   return "";
+}
+
+std::string run_calls(const Case& c) {
+  const auto fn = labkit::student<decltype(ring_allreduce)>("ring_allreduce");
+  return run_two_calls(c, [&](GpuBuffers& buffers) {
+    call_allreduce(fn, buffers, nullptr);
+    labkit::synchronize_all_devices();
+  }, false);
 }
 
 // ---- performance ---------------------------------------------------------------------------
@@ -423,32 +431,11 @@ void export_first_call(const Case& c) {
 
 // The case's two calls on the student's ranks, checked as part 1's are; "" when both are right.
 std::string run_mpi_calls(const Case& c) {
-  const int gpus = gpus_for(c);
-  const size_t offset = size_t(c.integer("offset", 0));
-  const size_t total = offset + c.n + guard_floats;
-  GpuBuffers buffers(gpus, c.n, offset);
-  std::vector<float*> data;
-  for (int g = 0; g < gpus; ++g) data.push_back(buffers.data(g));
-  for (int call = 0; call < 2; ++call) {
-    GpuArrays inputs;
-    for (int g = 0; g < gpus; ++g) inputs.push_back(make_array(c, g, call, total));
-    const Expected expected = expected_sum(inputs, offset, c.n, exact_case(c));
-    if (call == 0) export_inputs(c, inputs, expected, offset);
-    for (int g = 0; g < gpus; ++g) buffers.buffers[size_t(g)].upload(inputs[size_t(g)]);
-    try {
-      call_mpi_allreduce(mpi_ranks().group(Side::student, gpus), data, c.n);
-    } catch (const labkit::CudaError& error) {
-      return explain_cuda_error(error, call);
-    }
-    std::vector<std::vector<float>> actual;
-    for (int g = 0; g < gpus; ++g) actual.push_back(buffers.buffers[size_t(g)].download());
-    const std::string problem = check_result(inputs, actual, expected, offset, c.n, /*mpi=*/true);
-    if (!problem.empty())
-      return call == 0 ? problem
-                       : "the first call was right, the second (new inputs in the same buffers) was not: " +
-                             problem + " (hint: state kept from the earlier call)";
-  }
-  return "";
+  return run_two_calls(c, [&](GpuBuffers& buffers) {
+    std::vector<float*> data;
+    for (int g = 0; g < gpus_for(c); ++g) data.push_back(buffers.data(g));
+    call_mpi_allreduce(mpi_ranks().group(Side::student, gpus_for(c)), data, c.n);
+  }, true);
 }
 
 // Both sides by our clock, from the call until every GPU is done: the ranks report no time

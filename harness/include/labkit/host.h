@@ -10,7 +10,9 @@
 
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <map>
+#include <string>
 #include <memory>
 #include <tuple>
 #include <utility>
@@ -18,6 +20,15 @@
 namespace labkit {
 
 class ImportedAllocation;
+
+// What a host and an MPI rank share (harness/src/host_mappings.cpp): a failed reply, sending a
+// reply (the process ends quietly once the checks have gone), loading the submission's module,
+// and the loop that answers the checks' requests until they close the socket, with whatever
+// `handle` throws turned into a failed reply.
+wire::Reply failure(wire::Status status, const std::string& text, cudaError_t code = cudaSuccess);
+void send_reply(int socket, const wire::Reply& reply);
+void* load_module(const std::string& path);
+void serve_requests(int socket, const std::function<wire::Reply(const wire::Request&, int fd)>& handle);
 
 // The buffers the checks have sent, by allocation id.
 class HostMappings {
