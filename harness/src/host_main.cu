@@ -1,7 +1,7 @@
 // The host's main: `lab-NN-host --module PATH --scratch DIR` (socket on fd 3), started by a
-// lab's checks. Order matters: CUDA is initialised and the sandbox entered before the
-// submission's module is loaded, so nothing the student wrote runs with more than the
-// sandbox allows, constructors included.
+// lab's checks. Order matters: root is given up, CUDA initialised and the sandbox entered
+// before the submission's module is loaded, so nothing the student wrote runs with more than
+// the sandbox allows, constructors included.
 #include "labkit/host.h"
 
 #include "labkit/cuda_check.h"
@@ -187,6 +187,7 @@ int main(int argc, char** argv) {
   wire::Reply hello;
   std::unique_ptr<Host> host;
   try {
+    leave_root();  // before CUDA starts: see sandbox.h
     // Spin while waiting for the device: the reply then leaves as soon as the work is done, as
     // it does in the round-trip probe, whatever the kernel's length.
     CUDA_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));

@@ -37,18 +37,21 @@ constexpr uid_t nobody = 65534;
 
 // A tool the host runs under (compute-sanitizer, ncu), as the runner named it in the host's
 // environment before any of the submission's code could run (remote.cpp). The variables are
-// removed here so the submission does not see them.
+// removed on the first call so the submission does not see them.
 struct HostTool {
   std::string name;    // empty: no tool
   std::string folder;  // where the tool's injected libraries live
 };
 
-HostTool host_tool() {
-  HostTool tool;
-  if (const char* name = std::getenv("LABKIT_TOOL")) tool.name = name;
-  if (const char* folder = std::getenv("LABKIT_TOOL_DIR")) tool.folder = folder;
-  unsetenv("LABKIT_TOOL");
-  unsetenv("LABKIT_TOOL_DIR");
+const HostTool& host_tool() {
+  static const HostTool tool = [] {
+    HostTool named;
+    if (const char* name = std::getenv("LABKIT_TOOL")) named.name = name;
+    if (const char* folder = std::getenv("LABKIT_TOOL_DIR")) named.folder = folder;
+    unsetenv("LABKIT_TOOL");
+    unsetenv("LABKIT_TOOL_DIR");
+    return named;
+  }();
   return tool;
 }
 
@@ -57,12 +60,11 @@ HostTool host_tool() {
 // its user. Profiling is a student's own look at their code, never a grading run.
 bool keeps_user_for(const HostTool& tool) { return tool.name == "ncu"; }
 
-std::string drop_root(const HostTool& tool) {
-  if (geteuid() != 0) return "uid " + std::to_string(geteuid());
-  if (keeps_user_for(tool)) return "uid 0 (kept: ncu reads the GPU's counters)";
-  if (setgroups(0, nullptr) != 0 || setresgid(nobody, nobody, nobody) != 0 || setresuid(nobody, nobody, nobody) != 0)
-    fail("cannot switch to user nobody");
-  return "uid " + std::to_string(nobody) + " (nobody)";
+std::string user_in_force() {
+  const uid_t user = geteuid();
+  if (user == nobody) return "uid " + std::to_string(nobody) + " (nobody)";
+  if (user == 0) return "uid 0 (kept: ncu reads the GPU's counters)";
+  return "uid " + std::to_string(user);
 }
 
 // Folders whose files any CUDA program needs: the C and C++ runtimes, the driver's
@@ -175,9 +177,16 @@ std::string restrict_files(const SandboxPolicy& policy, const HostTool& tool) {
 
 }  // namespace
 
+void leave_root() {
+  if (geteuid() != 0 || keeps_user_for(host_tool())) return;
+  if (setgroups(0, nullptr) != 0 || setresgid(nobody, nobody, nobody) != 0 || setresuid(nobody, nobody, nobody) != 0)
+    fail("cannot switch to user nobody");
+}
+
 std::string enter_sandbox(const SandboxPolicy& policy) {
-  const HostTool tool = host_tool();
-  const std::string user = drop_root(tool);
+  const HostTool& tool = host_tool();
+  leave_root();
+  const std::string user = user_in_force();
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs");
   const std::string under = tool.name.empty() ? "" : ", under " + tool.name + " (its folder and /dev/shm readable)";
   return user + ", " + restrict_files(policy, tool) + under;

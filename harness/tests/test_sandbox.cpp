@@ -72,6 +72,21 @@ labkit::SandboxPolicy make_policy() {
   return {{module.string()}, scratch.string()};
 }
 
+// The host's order: root given up first (before CUDA starts), the sandbox later. The tool the
+// runner named must still count when the sandbox is entered, and be out of the environment.
+int leaves_root_then_enters(const labkit::SandboxPolicy& policy) {
+  const bool was_root = geteuid() == 0;
+  setenv("LABKIT_TOOL", "compute-sanitizer", 1);
+  setenv("LABKIT_TOOL_DIR", policy.scratch_dir.c_str(), 1);
+  labkit::leave_root();
+  if (std::getenv("LABKIT_TOOL") != nullptr || std::getenv("LABKIT_TOOL_DIR") != nullptr) return 1;
+  if (was_root && geteuid() == 0) return 2;
+  const std::string in_force = labkit::enter_sandbox(policy);
+  if (in_force.find("under compute-sanitizer") == std::string::npos) return 3;
+  if (was_root && in_force.rfind("uid 65534 (nobody)", 0) != 0) return 4;
+  return 0;
+}
+
 int add_three(int a, float b, const int* p) { return a + int(b) + (p == nullptr ? 100 : 0); }
 void takes_stream(double, cudaStream_t stream) { CHECK(stream == reinterpret_cast<cudaStream_t>(0x1234)); }
 
@@ -89,6 +104,24 @@ TEST_SUITE("sandbox") {
     CHECK(in_sandbox(policy, writes_tmp) == 0);
     CHECK(in_sandbox(policy, reads_parent_environ) == 0);
     CHECK(in_sandbox(policy, uses_scratch_and_module) == 0);
+    fs::remove_all(policy.scratch_dir);
+    fs::remove(policy.readable_files[0]);
+  }
+
+  TEST_CASE("root given up before the sandbox: the sandbox still knows the host's tool and hides it") {
+    const labkit::SandboxPolicy policy = make_policy();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      try {
+        _exit(leaves_root_then_enters(policy));
+      } catch (...) {
+        _exit(99);
+      }
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
     fs::remove_all(policy.scratch_dir);
     fs::remove(policy.readable_files[0]);
   }

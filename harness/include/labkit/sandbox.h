@@ -21,8 +21,14 @@ struct SandboxPolicy {
   std::vector<std::string> writable_paths;  // files beneath that it may also write (the MPI launcher's /proc)
 };
 
+// Gives up root for user nobody (kept under ncu, which reads the GPU's counters). A host calls it
+// before CUDA starts: what the driver and a tool's injected code set up at start-up then belong
+// to the user who uses them later. Started as root, a host under compute-sanitizer that changed
+// user after CUDA started hung at its first finding (H100). enter_sandbox calls it too.
+void leave_root();
+
 // Applies the policy to this process. Returns a one-line description of what is in force
-// ("uid 65534, Landlock ABI 7"); throws when a step that should work fails.
+// ("uid 65534 (nobody), Landlock ABI 7"); throws when a step that should work fails.
 std::string enter_sandbox(const SandboxPolicy& policy);
 
 }  // namespace labkit
