@@ -143,13 +143,17 @@ std::string thread_of(const Record& record) {
   return {};
 }
 
-// "... is 12 bytes after the nearest allocation at 0x7f00 of size 4096 bytes" → a short note.
+// "... is 12 bytes after the nearest allocation at 0x7f00 of size 4096 bytes" → " (12 bytes
+// past the end of a buffer)". Not the size: the kit's buffers are mappings rounded up to 2 MiB
+// (the student's array sits at the end of one), so the size says nothing about the array.
 std::string bounds_note(const Record& record) {
-  static const std::regex nearest(R"((\d+) bytes (after|before) the nearest allocation at 0x[0-9a-fA-F]+ of size (\d+) bytes)");
+  static const std::regex nearest(R"((\d+) bytes (after|before) the nearest allocation)");
   for (const std::string& line : record.details) {
     std::smatch match;
-    if (std::regex_search(line, match, nearest))
-      return " (" + match[1].str() + " bytes " + match[2].str() + " a buffer of " + match[3].str() + " bytes)";
+    if (std::regex_search(line, match, nearest)) {
+      const std::string distance = match[1].str() + (match[1].str() == "1" ? " byte " : " bytes ");
+      return " (" + distance + (match[2].str() == "after" ? "past the end of a buffer)" : "before a buffer)");
+    }
   }
   return {};
 }

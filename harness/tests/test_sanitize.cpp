@@ -160,7 +160,7 @@ TEST_SUITE("sanitize") {
     CHECK(parsed.findings[0].line == 41);
     CHECK(parsed.findings[0].kernel == "sgemm_tiled_kernel<32>");
     CHECK(parsed.findings[0].thread == "thread (16,31,0) in block (2,1,0)");
-    CHECK(parsed.findings[0].what == "Invalid __global__ read of size 4 bytes (4 bytes after a buffer of 256 bytes)");
+    CHECK(parsed.findings[0].what == "Invalid __global__ read of size 4 bytes (4 bytes past the end of a buffer)");
     CHECK(parsed.findings[1].line == 42);
     CHECK(parsed.errors_reported == 34);
   }
