@@ -83,6 +83,12 @@ ModuleSources lab_module(const LabSpec& lab) {
   return {lab.module_files(), lab.nvcc_flags, lab.link_libraries, lab.forbidden, "module.so"};
 }
 
+// Beside one of `modules:` that did not compile: what its cases say instead of running
+// (labkit::why_ranks_cannot_run reads it).
+fs::path failed_marker(const fs::path& lab_work, const ModuleSources& module) {
+  return lab_work / (module.output + ".failed");
+}
+
 // The lab's own module, and each of `modules:` whose loader this build has. Where it has
 // none (the kit found no MPI), a module left by an earlier build goes, so the checks see none.
 std::vector<ModuleSources> modules_to_build(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work) {
@@ -90,10 +96,12 @@ std::vector<ModuleSources> modules_to_build(const LabSpec& lab, const Toolchain&
   for (const ExtraModule& extra : lab.modules) {
     ModuleSources sources{extra.files, extra.nvcc_flags, {}, extra.forbidden, "module-" + extra.name + ".so"};
     std::error_code ignored;
-    if (fs::exists(fs::path(tc.build_root) / "labs" / extra.loader))
+    if (fs::exists(fs::path(tc.build_root) / "labs" / extra.loader)) {
       modules.push_back(sources);
-    else
+    } else {
       fs::remove(lab_work / sources.output, ignored);
+      fs::remove(failed_marker(lab_work, sources), ignored);
+    }
   }
   return modules;
 }
@@ -132,11 +140,32 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const std::st
   return outcome.exit_code == 0 && !outcome.timed_out;
 }
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+// The lab's own module must compile, or nothing is graded: false, with the compiler's
+// messages in `log`. One of `modules:` that does not compile costs only its own cases (lab 13's
+// part 2 must not take part 1 with it): its module is removed, a marker says why, and its
+// messages go in `log`, which stays empty when everything compiled (warnings are not shown).
 bool build_modules(const LabSpec& lab, const std::string& student_dir, const Toolchain& tc, const fs::path& lab_work,
                    std::string& log) {
   stage_student_files(lab, student_dir, lab_work);
-  for (const ModuleSources& module : modules_to_build(lab, tc, lab_work))
-    if (!build_module(lab, module, student_dir, tc, lab_work, log)) return false;
+  const std::vector<ModuleSources> modules = modules_to_build(lab, tc, lab_work);
+  if (!build_module(lab, modules.front(), student_dir, tc, lab_work, log)) return false;
+  log.clear();
+  for (auto module = modules.begin() + 1; module != modules.end(); ++module) {
+    std::error_code ignored;
+    fs::remove(failed_marker(lab_work, *module), ignored);
+    std::string messages;
+    if (build_module(lab, *module, student_dir, tc, lab_work, messages)) continue;
+    fs::remove(lab_work / module->output, ignored);
+    const std::string why = joined(module->files) + " did not compile";
+    std::ofstream(failed_marker(lab_work, *module)) << why;
+    log += why + " (its cases are not run; the rest of the lab is graded):\n" + messages;
+  }
   return true;
 }
 
@@ -182,8 +211,10 @@ std::string forbidden_use(const ModuleSources& module, const fs::path& lab_work)
 }
 
 std::string forbidden_use(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work) {
-  for (const ModuleSources& module : modules_to_build(lab, tc, lab_work))
+  for (const ModuleSources& module : modules_to_build(lab, tc, lab_work)) {
+    if (!fs::exists(lab_work / module.output)) continue;  // did not compile: it never runs
     if (const std::string found = forbidden_use(module, lab_work); !found.empty()) return found;
+  }
   return {};
 }
 

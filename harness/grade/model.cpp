@@ -175,7 +175,7 @@ std::string to_text(const Report& report, bool show_hidden_details) {
       out << "  GPU: " << lab.device["name"].get<std::string>() << " (compute capability "
           << lab.device["compute_capability"].get<std::string>() << ")\n";
     if (!lab.note.empty()) out << "  " << lab.note << "\n";
-    if (!lab.build_log.empty() && lab.status == LabStatus::build_failed) {
+    if (!lab.build_log.empty()) {
       std::istringstream log(lab.build_log);
       for (std::string line; std::getline(log, line);) out << "    | " << line << "\n";
     }
@@ -221,7 +221,7 @@ std::string to_markdown(const Report& report, bool show_hidden_details) {
     out << "\n## Lab " << lab.id << " " << lab.name << ": " << lab.title << "\n\n"
         << "Status: " << to_string(lab.status) << format(". Points: %.1f / %.0f.", lab.points, lab.max_points) << "\n";
     if (!lab.note.empty()) out << "\n" << lab.note << "\n";
-    if (lab.status == LabStatus::build_failed) out << "\n```\n" << lab.build_log << "\n```\n";
+    if (!lab.build_log.empty()) out << "\n```\n" << lab.build_log << "\n```\n";
     out << "\n| case | kind | result | points | details |\n|---|---|---|---|---|\n";
     for (const CaseResult& c : lab.cases) {
       std::string details = c.kind == "performance" ? timing_line(c) : visible_message(c, show_hidden_details);

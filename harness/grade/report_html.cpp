@@ -201,7 +201,7 @@ void lab_section(std::ostringstream& out, const LabResult& lab, const std::vecto
     out << " <span class=\"note\">on " << html_escaped(lab.device.value("name", std::string())) << "</span>";
   out << "</p>";
   if (!lab.note.empty()) out << "<p class=\"msg note\">" << html_escaped(lab.note) << "</p>";
-  if (lab.status == LabStatus::build_failed) out << "<pre>" << html_escaped(lab.build_log) << "</pre>";
+  if (!lab.build_log.empty()) out << "<pre>" << html_escaped(lab.build_log) << "</pre>";
 
   out << "<h3>correctness</h3><table><tr><th>case</th><th>verdict</th><th>points</th><th>hint</th></tr>";
   for (const CaseResult& c : lab.cases) {

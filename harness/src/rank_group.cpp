@@ -98,6 +98,13 @@ std::string why_ranks_cannot_run(const std::string& program, const std::string& 
   if (program.empty() || !fs::exists(program))
     return "not run: needs MPI (this build found none when it was configured: install Open MPI with its "
            "development files, e.g. libopenmpi-dev, then configure the build again)";
+  // The grader leaves "<module>.failed" where the module did not compile ("mpi_allreduce.cu
+  // did not compile"): the student's doing, not the machine's.
+  if (std::ifstream failed(module + ".failed"); !module.empty() && failed) {
+    std::string why;
+    std::getline(failed, why);
+    return "not run: " + why + " (the compiler's messages are in the report)";
+  }
   if (module.empty() || !fs::exists(module))
     return "not run: needs MPI (part 2 was not compiled: the grader compiles it only where the kit was built "
            "with MPI)";

@@ -5,6 +5,7 @@
 #include "exports.h"
 #include "grader.h"
 #include "intake.h"
+#include "labkit/rank_group.h"
 
 #include <doctest/doctest.h>
 
@@ -43,6 +44,40 @@ const grade::LabSpec& histogram_lab() {
 // A toolchain that cannot compile anything: these tests must get their verdicts without nvcc.
 grade::Toolchain no_compiler(const fs::path& build_root) {
   return {kit_root.string(), build_root.string(), "/nonexistent/nvcc", {}};
+}
+
+// A stand-in for nvcc that fails on any file named `mpi_allreduce.cu` whose text says "broken",
+// and otherwise writes the -o file: the build's verdicts without compiling anything.
+fs::path fake_nvcc(const fs::path& dir) {
+  const fs::path script = dir / "nvcc";
+  write(script, "#!/bin/sh\n"
+                "out=\n"
+                "while [ $# -gt 0 ]; do\n"
+                "  case \"$1\" in\n"
+                "    -o) out=\"$2\"; shift ;;\n"
+                "    *.cu) if read -r first < \"$1\" && [ \"$first\" = broken ]; then\n"
+                "            echo \"$1(1): error: expected a declaration\" >&2; exit 2; fi ;;\n"
+                "  esac\n"
+                "  shift\n"
+                "done\n"
+                ": > \"$out\"\n");
+  fs::permissions(script, fs::perms::owner_all);
+  return script;
+}
+
+// Lab 13 with both parts handed in, part 2's file `mpi_text`, built by the stand-in with a build
+// folder that has the MPI rank program.
+grade::LabResult build_lab_13(const fs::path& dir, const std::string& allreduce_text, const std::string& mpi_text) {
+  static const std::vector<grade::LabSpec> labs = grade::load_catalog(kit_root.string());
+  const grade::LabSpec& lab = grade::find_lab(labs, "13");
+  write(dir / "student" / "allreduce.cu", allreduce_text);
+  write(dir / "student" / "mpi_allreduce.cu", mpi_text);
+  write(dir / "build" / "labs" / lab.modules.at(0).loader, "");
+  const grade::Toolchain tc{kit_root.string(), (dir / "build").string(), fake_nvcc(dir).string(), {}};
+  const grade::LabJob job{&lab, "alice", (dir / "student").string(), (dir / "work").string()};
+  grade::LabResult result;
+  grade::build_lab(job, tc, result);
+  return result;
 }
 
 }  // namespace
@@ -158,6 +193,36 @@ TEST_SUITE("intake") {
     CHECK_FALSE(fs::exists(dir.path / "work" / "src"));  // nothing staged, so nothing copied
     CHECK(result.points == 0);
     CHECK(result.max_points > 0);
+  }
+
+  TEST_CASE("a part of a lab that does not compile costs its own cases, not the lab") {
+    TempDir dir("part-2-broken");
+    const grade::LabResult result = build_lab_13(dir.path, "ok\n", "broken\n");
+    CHECK(result.status == grade::LabStatus::graded);
+    CHECK(result.build_log.find("mpi_allreduce.cu did not compile (its cases are not run; the rest of the lab is "
+                                "graded)") == 0);
+    CHECK(result.build_log.find("mpi_allreduce.cu(1): error: expected a declaration") != std::string::npos);
+    CHECK(fs::exists(dir.path / "work" / "module.so"));
+    CHECK_FALSE(fs::exists(dir.path / "work" / "module-mpi.so"));
+    // What the MPI cases say instead of running.
+    CHECK(labkit::why_ranks_cannot_run((dir.path / "build" / "labs" / "lab-13-allreduce-mpi-rank").string(),
+                                       (dir.path / "work" / "module-mpi.so").string(), "/usr/bin/mpirun") ==
+          "not run: mpi_allreduce.cu did not compile (the compiler's messages are in the report)");
+
+    // Fixed and handed in again: the marker goes, and nothing is shown.
+    const grade::LabResult fixed = build_lab_13(dir.path, "ok\n", "ok\n");
+    CHECK(fixed.status == grade::LabStatus::graded);
+    CHECK(fixed.build_log.empty());
+    CHECK(fs::exists(dir.path / "work" / "module-mpi.so"));
+    CHECK_FALSE(fs::exists(dir.path / "work" / "module-mpi.so.failed"));
+  }
+
+  TEST_CASE("the lab's own module that does not compile fails the lab") {
+    TempDir dir("part-1-broken");
+    const grade::LabResult result = build_lab_13(dir.path, "broken\n", "ok\n");
+    CHECK(result.status == grade::LabStatus::build_failed);
+    CHECK(result.build_log.find("allreduce.cu(1): error") != std::string::npos);
+    CHECK(result.points == 0);
   }
 
   TEST_CASE("every entry of a submissions folder is a submission, folders or not") {
