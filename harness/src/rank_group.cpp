@@ -4,6 +4,8 @@
 #include "labkit/remote.h"
 #include "labkit/shared_memory.h"
 
+#include "child_process.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,22 +32,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uid_t nobody = 65534;
+using child::nobody;
+using child::now_ms;
+using child::pointers;
+using child::starts_with;
+
 constexpr rlim_t log_size_bytes = rlim_t(64) << 20;  // mpirun prints what the ranks print
 constexpr std::size_t log_tail_bytes = 2000;
-
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Owned by nobody when we are root: mpirun and the ranks run as nobody and write here.
-std::string make_scratch() {
-  char pattern[] = "/tmp/labkit-ranks-XXXXXX";
-  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("cannot make a scratch folder in /tmp");
-  if (geteuid() == 0 && chown(pattern, nobody, nobody) != 0)
-    throw std::runtime_error("cannot hand the scratch folder to nobody");
-  return pattern;
-}
 
 int listen_at(const std::string& path, int backlog) {
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -60,14 +53,6 @@ int listen_at(const std::string& path, int backlog) {
   return fd;
 }
 
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
 
 // Reaps the ranks that came to us when mpirun ended (see PR_SET_CHILD_SUBREAPER in start).
 template <class Ranks>
@@ -113,13 +98,10 @@ std::string why_ranks_cannot_run(const std::string& program, const std::string& 
 }
 
 std::vector<std::string> rank_environment(const std::string& scratch, char** ours) {
-  std::vector<std::string> variables = {"HOME=" + scratch, "TMPDIR=" + scratch, "LANG=C.UTF-8",
-                                        "CUDA_CACHE_PATH=" + scratch + "/cuda-cache"};
+  std::vector<std::string> variables = child::base_environment(scratch, ours);
   bool multicast_set = false;
   for (char** entry = ours; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string text = *entry;
-    for (const char* name : {"PATH=", "LD_LIBRARY_PATH=", "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER="})
-      if (starts_with(text, name)) variables.push_back(text);
     // The instructor's own settings for NCCL and Open MPI (NCCL_DEBUG=INFO, say).
     if (starts_with(text, "NCCL_") || starts_with(text, "OMPI_MCA_")) variables.push_back(text);
     multicast_set = multicast_set || starts_with(text, "NCCL_NVLS_ENABLE=");
@@ -171,7 +153,7 @@ std::string RankGroup::mpirun_log_tail() const {
 
 void RankGroup::start() {
   const double started_ms = now_ms();
-  scratch_ = make_scratch();
+  scratch_ = child::make_scratch("ranks");  // mpirun and the ranks run as nobody and write here
   const std::string socket_path = scratch_ + "/ranks.sock";
   const int listener = listen_at(socket_path, options_.ranks);
   const int log_fd = open((scratch_ + "/mpirun.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

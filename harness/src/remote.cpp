@@ -2,6 +2,8 @@
 
 #include "labkit/device.h"
 
+#include "child_process.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,22 +23,10 @@ namespace labkit {
 namespace {
 
 constexpr int host_socket_fd = 3;  // where the host expects its end
-constexpr uid_t nobody = 65534;
 constexpr rlim_t host_file_size_bytes = rlim_t(64) << 20;
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// What the host inherits of our environment: where programs and libraries are, and which
-// GPU to use. Nothing else: no secret, no result channel, no token.
-std::vector<std::string> host_environment(const std::string& scratch) {
-  std::vector<std::string> variables = {"HOME=" + scratch, "TMPDIR=" + scratch, "LANG=C.UTF-8",
-                                        "CUDA_CACHE_PATH=" + scratch + "/cuda-cache"};
-  for (const char* name : {"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
-    if (const char* value = std::getenv(name)) variables.push_back(std::string(name) + "=" + value);
-  return variables;
-}
+using child::now_ms;
+using child::pointers;
 
 // Under a tool, the sandbox must let the host read the tool's own folder (the libraries it
 // injects) and use what the tool talks through; the host's sandbox (sandbox.cpp) reads these
@@ -55,22 +45,6 @@ std::string with_start_number(std::string argument, int start) {
   for (std::size_t at; (at = argument.find(marker)) != std::string::npos;)
     argument.replace(at, marker.size(), std::to_string(start));
   return argument;
-}
-
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-std::string make_scratch() {
-  char pattern[] = "/tmp/labkit-host-XXXXXX";
-  if (mkdtemp(pattern) == nullptr) throw std::runtime_error("cannot make a scratch folder in /tmp");
-  // The host drops to nobody when started as root; its scratch folder must stay writable.
-  if (geteuid() == 0 && chown(pattern, nobody, nobody) != 0)
-    throw std::runtime_error("cannot hand the scratch folder to nobody");
-  return pattern;
 }
 
 std::string describe_status(int status) {
@@ -92,10 +66,10 @@ void HostProcess::start() {
   const double started_ms = now_ms();
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) throw std::runtime_error("socketpair failed");
-  scratch_ = make_scratch();
+  scratch_ = child::make_scratch("host");  // the host drops to nobody when started as root
   ++starts_;
   std::vector<std::string> argv_strings = command_line();
-  std::vector<std::string> env_strings = host_environment(scratch_);
+  std::vector<std::string> env_strings = child::base_environment(scratch_, environ);
   add_tool_environment(options_.wrapper, env_strings);
   std::vector<char*> argv = pointers(argv_strings), envp = pointers(env_strings);
 

@@ -9,6 +9,7 @@
 // timed (the slowest rank's time, median of 20 calls) and its bus bandwidth printed. Exit
 // status 0 when every check passed on every rank.
 #include "mpi_allreduce.h"
+#include "rank_on_node.h"
 
 #include <mpi.h>
 
@@ -35,14 +36,6 @@ float value_at(int rank, size_t i) {
   return float(int(mixed % 2001) - 1000) * 0.125f;
 }
 
-int rank_on_node() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int rank = 0;
-  MPI_Comm_rank(node, &rank);
-  MPI_Comm_free(&node);
-  return rank;
-}
 
 struct Rank {
   int rank = 0;

@@ -3,6 +3,7 @@
 // the checks, which read the result from memory they own (labkit/rank_group.h). Started with
 // --launch, the same program is the sandboxed launcher that becomes mpirun.
 #include "mpi_allreduce.h"
+#include "rank_on_node.h"
 
 #include <labkit/rank_host.h>
 
@@ -25,16 +26,6 @@ void load_nccl() {
   int version = 0;
   ncclGetVersion(&version);
 #endif
-}
-
-// The rank's number among the ranks of its node: its GPU.
-int rank_on_node() {
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  int rank = 0;
-  MPI_Comm_rank(node, &rank);
-  MPI_Comm_free(&node);
-  return rank;
 }
 
 // The contract as the ranks call it: the buffer and its length come from the checks, the

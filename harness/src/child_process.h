@@ -1,0 +1,30 @@
+// What the runner's two kinds of child, a lab's host (remote.cpp) and MPI ranks under mpirun
+// (rank_group.cpp), are started with: a scratch folder they may write as nobody, and an
+// environment that says where programs, libraries and GPUs are and carries nothing else of the
+// grader's (no secret, no result channel, no token).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace labkit::child {
+
+constexpr uid_t nobody = 65534;  // who a child runs as when the runner is root
+
+double now_ms();
+
+// A fresh "/tmp/labkit-<kind>-XXXXXX", handed to nobody when we are root.
+std::string make_scratch(const std::string& kind);
+
+bool starts_with(const std::string& text, const char* prefix);
+
+// HOME, TMPDIR and CUDA's cache in `scratch`, and of `ours` (an environ) only PATH,
+// LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER.
+std::vector<std::string> base_environment(const std::string& scratch, char** ours);
+
+// argv/envp for execve: the strings' pointers, then a null.
+std::vector<char*> pointers(std::vector<std::string>& strings);
+
+}  // namespace labkit::child
