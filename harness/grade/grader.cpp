@@ -140,9 +140,9 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const std::st
   return outcome.exit_code == 0 && !outcome.timed_out;
 }
 
-std::string joined(const std::vector<std::string>& names) {
+std::string joined(const std::vector<std::string>& items, const std::string& separator) {
   std::string text;
-  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
   return text;
 }
 
@@ -162,7 +162,7 @@ bool build_modules(const LabSpec& lab, const std::string& student_dir, const Too
     std::string messages;
     if (build_module(lab, *module, student_dir, tc, lab_work, messages)) continue;
     fs::remove(lab_work / module->output, ignored);
-    const std::string why = joined(module->files) + " did not compile";
+    const std::string why = joined(module->files, ", ") + " did not compile";
     std::ofstream(failed_marker(lab_work, *module)) << why;
     log += why + " (its cases are not run; the rest of the lab is graded):\n" + messages;
   }
@@ -501,12 +501,6 @@ std::vector<std::string> cases_to_sanitize(const LabResult& result, SanitizeWhen
     for (const CaseResult& c : result.cases)
       if (c.kind == "correctness" && c.ran && cases.size() < max_sanitized_cases) cases.push_back(c.name);
   return cases;
-}
-
-std::string joined(const std::vector<std::string>& items, const std::string& separator) {
-  std::string text;
-  for (const std::string& item : items) text += (text.empty() ? "" : separator) + item;
-  return text;
 }
 
 // Every log the tool wrote for this run (one per host the runner started), in start order.

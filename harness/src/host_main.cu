@@ -10,7 +10,6 @@
 #include "labkit/shared_memory.h"
 
 #include <dlfcn.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -179,7 +178,6 @@ Arguments parse(int argc, char** argv) {
   return args;
 }
 
-// Loading runs the module's constructors: student code, already inside the sandbox.
 }  // namespace
 
 int main(int argc, char** argv) {

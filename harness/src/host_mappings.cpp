@@ -7,7 +7,6 @@
 #include <sys/socket.h>
 
 #include <cstdlib>
-
 #include <stdexcept>
 
 namespace labkit {

@@ -53,7 +53,6 @@ int listen_at(const std::string& path, int backlog) {
   return fd;
 }
 
-
 // Reaps the ranks that came to us when mpirun ended (see PR_SET_CHILD_SUBREAPER in start).
 template <class Ranks>
 void reap(const Ranks& ranks) {

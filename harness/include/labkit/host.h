@@ -12,8 +12,8 @@
 
 #include <functional>
 #include <map>
-#include <string>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -27,7 +27,7 @@ class ImportedAllocation;
 // `handle` throws turned into a failed reply.
 wire::Reply failure(wire::Status status, const std::string& text, cudaError_t code = cudaSuccess);
 void send_reply(int socket, const wire::Reply& reply);
-void* load_module(const std::string& path);
+void* load_module(const std::string& path);  // runs its constructors: call it inside the sandbox
 void serve_requests(int socket, const std::function<wire::Reply(const wire::Request&, int fd)>& handle);
 
 // The buffers the checks have sent, by allocation id.
