@@ -170,6 +170,13 @@ private:
   std::vector<std::pair<double, std::string>> slowest_;
 };
 
+// A lab that compiled keeps a build log only when one of its parts did not ("mpi_allreduce.cu
+// did not compile (its cases are not run; ...)"): that part, named in the progress line.
+std::string build_line(const LabResult& result) {
+  if (result.build_log.empty()) return "compiled";
+  return "compiled, but " + result.build_log.substr(0, result.build_log.find(" ("));
+}
+
 std::string outcome_line(const LabResult& r) {
   char points[64];
   std::snprintf(points, sizeof points, "%.1f/%.0f", r.points, r.max_points);
@@ -262,7 +269,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       }
       progress.begin(label(slot) + " build");
       const bool built = build_lab(slot.job, toolchain, slot.result);
-      progress.finish(label(slot) + " build", built ? "compiled" : outcome_line(slot.result), !built);
+      progress.finish(label(slot) + " build", built ? build_line(slot.result) : outcome_line(slot.result), !built);
       ++graded_count;
       if (built) {
         (needs_several(slot) ? several_gpu_queue : run_queue).push(i);
