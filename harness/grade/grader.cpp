@@ -363,6 +363,14 @@ bool faster_than_memory(const json& record) {
   return peak > 0 && record["student"].value("gbps", 0.0) > 1.10 * peak;
 }
 
+// The compute floor: no kernel does a case's floating-point operations faster than every
+// FP32 lane of the GPU at its highest clock; 5% over it leaves room for clock rounding.
+bool faster_than_compute(const json& record) {
+  const double flops = record.value("flops", 0.0), peak_gflops = record.value("peak_fp32_gflops", 0.0);
+  const double ms = record["student"].value("median_ms", 0.0);
+  return flops > 0 && peak_gflops > 0 && ms > 0 && flops / (ms * 1e6) > 1.05 * peak_gflops;
+}
+
 // The submission's process reported a time our clock cannot back: work hidden on another
 // stream, or a forged event time. The bound from our clock is what was scored.
 std::string unconfirmed_message(const json& student) {
@@ -408,6 +416,11 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
         cr.passed = false;
         cr.message = "faster than this GPU's memory can deliver the bytes the task must read: not credited "
                      "(is work skipped, or an earlier answer reused?)";
+      } else if (faster_than_compute(record)) {
+        cr.points = 0;
+        cr.passed = false;
+        cr.message = "faster than this GPU's FP32 units can do the task's arithmetic: not credited "
+                     "(is work skipped, or done where the grader's clock was not looking?)";
       }
       if (!record["student"].value("confirmed", true))
         cr.message = unconfirmed_message(record["student"]);

@@ -28,6 +28,11 @@ std::optional<std::string> why_unsupported(const Requirements& needed) {
   return std::nullopt;
 }
 
+// FP32 lanes per multiprocessor: 64 on Volta, Turing and A100 (8.0), 128 from 8.6 on.
+static int fp32_lanes_per_sm(int major, int minor) {
+  return major > 8 || (major == 8 && minor > 0) ? 128 : 64;
+}
+
 static DeviceInfo query_current_device() {
   DeviceInfo info;
   CUDA_CHECK(cudaGetDevice(&info.ordinal));
@@ -40,6 +45,9 @@ static DeviceInfo query_current_device() {
   info.l2_bytes = std::size_t(prop.l2CacheSize);
   info.global_memory_bytes = prop.totalGlobalMem;
   info.shared_memory_per_block_optin = prop.sharedMemPerBlockOptin;
+  int clock_khz = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, info.ordinal));
+  info.peak_fp32_gflops = 2.0 * fp32_lanes_per_sm(info.major, info.minor) * info.sm_count * clock_khz * 1e-6;
   return info;
 }
 

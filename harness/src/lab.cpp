@@ -86,11 +86,11 @@ nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak
   return json;
 }
 
-// One round trip of an honest call of `device_ms` through a host that runs no submission (a
-// kernel that spins that long): what our clock sees beyond the device time, GPU context
-// switch included. Run just before each timed call, after the same idle wait, and timed the
-// same way (`host_clock`: the host wakes every device first, as it does for the call).
-double empty_round_trip_ms(double device_ms, bool host_clock) {
+// One honest call of `device_ms` through a host that runs no submission (a kernel that spins
+// that long), timed the same way as the submission's (`host_clock`: the host wakes every
+// device first, as it does for the call): returns the device time the host reported, which
+// the timing loop subtracts from its own clock's view of the call (RoundTripProbe).
+double empty_call_ms(double device_ms, bool host_clock) {
   static std::unique_ptr<HostProcess> probe;
   if (!probe) probe = std::make_unique<HostProcess>(HostOptions{state().options.host, "", state().options.call_seconds});
   wire::Request noop;
@@ -98,8 +98,7 @@ double empty_round_trip_ms(double device_ms, bool host_clock) {
   noop.timed = 1;
   noop.host_clock = host_clock;
   noop.spin_ns = std::uint64_t(device_ms * 1e6);
-  const wire::Reply reply = probe->request(noop);
-  return probe->last_wall_ms() - reply.event_ms;
+  return probe->request(noop).event_ms;
 }
 
 std::map<std::string, Thresholds> load_thresholds(const std::string& rubric_path) {
@@ -303,8 +302,11 @@ bool timing_wanted(const Case& c) {
 static void profile_once(const Case& c, const PerfSubject& student_side) {
   std::string error;
   try {
-    if (student_side.call.prepare) student_side.call.prepare(0);
-    student_side.call.launch(nullptr);
+    const TimedCall& call = student_side.call;
+    if (call.prepare) call.prepare(0);
+    if (call.reveal) call.reveal(false);
+    call.launch(nullptr);
+    if (call.collect) call.collect(false);
     error = student_side.check_output();
   } catch (const std::exception& failure) {
     error = failure.what();
@@ -314,8 +316,9 @@ static void profile_once(const Case& c, const PerfSubject& student_side) {
               error.empty() ? "" : (": " + error).c_str());
 }
 
-void measure_performance(const Case& c, double bytes_moved, const PerfSubject& student_side,
+void measure_performance(const Case& c, Work work, const PerfSubject& student_side,
                          const PerfSubject& reference_side, const PerfHint& hint) {
+  const double bytes_moved = work.bytes;
   RunnerState& s = state();
   if (!timing_wanted(c)) return;
   report_progress(c, s.options.profile ? "profiling" : "timing");
@@ -324,6 +327,7 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
                            {"bytes", bytes_moved}};
   const double peak = peak_read_gbps();
   record["peak_read_gbps"] = peak;
+  if (work.flops > 0) record.update({{"flops", work.flops}, {"peak_fp32_gflops", current_device().peak_fp32_gflops}});
   // Nothing of the submission's may run while the reference is timed: no process, no thread.
   if (s.student) s.student->stop();
   ReferenceTime reference = reference_time(c, reference_side, bytes_moved, peak);
@@ -341,7 +345,7 @@ void measure_performance(const Case& c, double bytes_moved, const PerfSubject& s
     call.verify = student_side.check_output;
     const double reference_ms = reference.median_ms();
     const TimingStats student_time = time_submission_call(
-        call, [reference_ms, &call] { return empty_round_trip_ms(reference_ms, call.host_clock); });
+        call, [reference_ms, &call] { return empty_call_ms(reference_ms, call.host_clock); });
     record["student"] = timing_json(student_time, bytes_moved, peak);
     if (hint) record["hint"] = hint(student_time.ms.median);
     record["ratio"] = reference.median_ms() / student_time.ms.median;

@@ -105,11 +105,53 @@ void reset_persisting_l2() {
 // Wall-clock time past the event time that counts as work on another stream.
 double off_stream_threshold_ms(double event_ms) { return std::max(0.05, 0.25 * event_ms); }
 
-// Untimed, before every sample: the call's own preparation (an input picked, outputs
-// poisoned), then an L2 flush and a reset of persisting lines, then the whole device idle.
+// Untimed, before every in-process sample: the call's own preparation (an input drawn and
+// revealed, outputs poisoned), then an L2 flush and a reset of persisting lines, then the
+// whole device idle.
 void prepare_sample(const TimedCall& call, int sample) {
   if (call.prepare) call.prepare(sample);
+  if (call.reveal) call.reveal(false);
   prepare_device_for_sample();
+}
+
+void collect_output(const TimedCall& call, bool rehearsal) {
+  if (!call.collect) return;
+  call.collect(rehearsal);
+  synchronize_all_devices();
+}
+
+// Our clock around one timed window of the submission's: the input revealed, L2 flushed (the
+// copy left its tail there), the body (the call, or the probe's empty call), the output
+// collected. Every step waits for every device, so the window ends with the GPUs idle.
+template <class Body>
+double window_ms(const TimedCall& call, bool rehearsal, Body body) {
+  const auto start = Clock::now();
+  if (call.reveal) call.reveal(rehearsal);
+  prepare_device_for_sample();
+  body();
+  collect_output(call, rehearsal);
+  return 1e3 * seconds_since(start);
+}
+
+// What a window costs beyond the work inside it, for an empty call through the probe's host.
+double probe_overhead_ms(const TimedCall& call, const RoundTripProbe& probe) {
+  double device_ms = 0;
+  const double wall_ms = window_ms(call, true, [&] { device_ms = probe(); });
+  return wall_ms - device_ms;
+}
+
+// The probe's overhead measured before the submission's process exists (nothing of its can
+// slow the GPU then): a per-sample probe above its upper decile is capped there, so that work
+// the submission leaves running while the probe runs cannot shrink the bound on its call.
+double clean_probe_cap_ms(const TimedCall& call, const RoundTripProbe& probe) {
+  constexpr int probes = 11;
+  if (call.prepare) call.prepare(-1);
+  synchronize_all_devices();
+  probe_overhead_ms(call, probe);  // the first one starts the probe's host
+  std::vector<double> overheads;
+  for (int i = 0; i < probes; ++i) overheads.push_back(probe_overhead_ms(call, probe));
+  std::sort(overheads.begin(), overheads.end());
+  return overheads[probes - 2];
 }
 
 // LABKIT_TIMING_TRACE=FILE appends each timed call's clocks to FILE: what to look at when
@@ -120,7 +162,7 @@ void trace_sample(int sample, const RemoteTiming& timing, double round_trip_ms) 
     return path != nullptr ? std::fopen(path, "a") : nullptr;
   }();
   if (trace == nullptr) return;
-  std::fprintf(trace, "sample %d events %.4f ms wall %.4f ms empty round trip %.4f ms unexplained %.4f ms\n", sample,
+  std::fprintf(trace, "sample %d events %.4f ms window %.4f ms empty window %.4f ms unexplained %.4f ms\n", sample,
                timing.event_ms, timing.wall_ms, round_trip_ms, timing.wall_ms - round_trip_ms - timing.event_ms);
   std::fflush(trace);
 }
@@ -150,6 +192,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
     call.launch(stream);
     CUDA_CHECK_KERNELS(stream);
     synchronize_all_devices();
+    collect_output(call, false);
   }
 
   TimingStats stats;
@@ -165,6 +208,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
     synchronize_all_devices();  // every device: other streams' and GPUs' work counts too
     const double wall_ms = 1e3 * seconds_since(wall_start);
     CUDA_CHECK(cudaGetLastError());
+    collect_output(call, false);
 
     // Past the events by more than launch overhead: work ran where the events cannot see it
     // (another stream), or the host stalled. Either way the wall clock is the honest time.
@@ -188,36 +232,40 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
 
 TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, const StoppingRule& rule) {
   const cudaStream_t stream = timing_stream();
+  const double probe_cap_ms = clean_probe_cap_ms(call, probe);  // before the submission's process starts
   auto measure_one = [&](int sample) {
     RemoteTiming timing;
     timing.host_clock = call.host_clock;
-    {
+    timing.wall_ms = window_ms(call, false, [&] {
       const RemoteTimingScope scope(timing);
       call.launch(stream);
-    }
+    });
     if (timing.calls != 1)
       throw std::logic_error("a timed launch must make exactly one call of the submission's (sample " +
                              std::to_string(sample) + " made " + std::to_string(timing.calls) + ")");
     return timing;
   };
+  auto start_sample = [&](int sample) {
+    if (call.prepare) call.prepare(sample);
+    synchronize_all_devices();
+    return std::min(probe_overhead_ms(call, probe), probe_cap_ms);
+  };
   for (int warmup = 0; warmup < 2; ++warmup) {
-    prepare_sample(call, -1 - warmup);
-    probe();
+    start_sample(-1 - warmup);
     measure_one(-1 - warmup);
   }
 
-  // Per sample: the events' time, and our clock's bound on it (the round trip less an empty
+  // Per sample: the events' time, and our clock's bound on it (the window less an empty
   // one's); the gap between the two is what the events leave unexplained.
   std::vector<double> reported, bound, unexplained;
   const auto started = Clock::now();
   TimingStats stats;
   for (int sample = 0;; ++sample) {
-    prepare_sample(call, sample);
-    const double empty_round_trip_ms = probe();
+    const double empty_window_ms = start_sample(sample);
     const RemoteTiming timing = measure_one(sample);
-    trace_sample(sample, timing, empty_round_trip_ms);
+    trace_sample(sample, timing, empty_window_ms);
     reported.push_back(timing.event_ms);
-    bound.push_back(std::max(0.0, timing.wall_ms - empty_round_trip_ms));
+    bound.push_back(std::max(0.0, timing.wall_ms - empty_window_ms));
     unexplained.push_back(bound.back() - timing.event_ms);
     verify_sample(call, reported.size() - 1);
     if (reported.size() % 10 == 0 || reported.size() < rule.min_samples) {

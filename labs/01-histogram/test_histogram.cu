@@ -3,7 +3,6 @@
 #include "histogram.h"
 
 #include <labkit/lab.h>
-#include <labkit/variants.h>
 
 #include <mutex>
 #include <numeric>
@@ -77,36 +76,21 @@ void check_histogram(const Case& c) {
                       comparison.describe([](size_t b) { return "bin " + std::to_string(b); }));
 }
 
-// Inputs of the same distribution and size; before each timed call one of them, at
-// random, is copied into the buffer the call reads (labkit/variants.h).
-struct PerfInputs {
-  explicit PerfInputs(const Case& c) : device(generate_variants(c)) {}
-
-  std::vector<std::vector<uint8_t>> generate_variants(const Case& c) {
-    std::vector<std::vector<uint8_t>> hosts;
-    for (int variant = 0; variant < labkit::input_variants; ++variant) {
-      labkit::InputSpec spec = c.input;
-      spec.seed += variant;
-      hosts.push_back(labkit::generate<uint8_t>(c.n, spec));
-      expected.push_back(cpu_histogram(hosts.back(), 0));
-    }
-    return hosts;
-  }
-  std::vector<Histogram> expected;
-  labkit::VariantBuffer<uint8_t> device;
-  int current = 0;
+// A timed call's buffers: an input drawn afresh in the case's distribution for every call
+// (labkit/fresh_input.h), the bins it writes, and the reference's bins for the same input.
+struct PerfBuffers {
+  explicit PerfBuffers(const Case& c) : input(c.n, c.input), bins(bin_count), expected(bin_count) {}
+  labkit::FreshInput<uint8_t> input;
+  labkit::TimedOutput<uint32_t> bins;
+  DeviceBuffer<uint32_t> expected;
 };
 
-labkit::PerfSubject perf_subject(labkit::Function<decltype(histogram)> fn, const Case& c, PerfInputs& inputs,
-                                 DeviceBuffer<uint32_t>& bins) {
-  return {{[fn, &c, &inputs, &bins](cudaStream_t stream) { fn(inputs.device.data(), c.n, bins.data(), stream); },
-           [&inputs, &bins](int sample) {
-             inputs.current = labkit::pick_variant(sample, inputs.device.count());
-             inputs.device.load(inputs.current);
-             bins.poison();
-           }},
-          [&inputs, &bins] {
-            return labkit::compare_exact(inputs.expected[inputs.current], bins.download()).describe();
+labkit::PerfSubject perf_subject(labkit::Function<decltype(histogram)> fn, const Case& c, PerfBuffers& b) {
+  return {labkit::timed_call([fn, &c, &b](cudaStream_t stream) { fn(b.input.data(), c.n, b.bins.data(), stream); },
+                             {&b.input}, {&b.bins}),
+          [&c, &b] {
+            labkit::reference<decltype(histogram)>("histogram")(b.input.drawn(), c.n, b.expected.data(), nullptr);
+            return labkit::compare_exact(b.expected.download(), b.bins.collected()).describe();
           }};
 }
 
@@ -125,11 +109,10 @@ TEST_SUITE("performance") {
     for (const Case& c : labkit::dataset().performance) {
       SUBCASE(c.name.c_str()) {
         if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfInputs inputs(c);
-        DeviceBuffer<uint32_t> bins(bin_count);
-        labkit::measure_performance(
-            c, double(c.n), perf_subject(labkit::student<decltype(histogram)>("histogram"), c, inputs, bins),
-            perf_subject(labkit::reference<decltype(histogram)>("histogram"), c, inputs, bins));
+        PerfBuffers buffers(c);
+        labkit::measure_performance(c, double(c.n),
+                                    perf_subject(labkit::student<decltype(histogram)>("histogram"), c, buffers),
+                                    perf_subject(labkit::reference<decltype(histogram)>("histogram"), c, buffers));
       }
     }
   }

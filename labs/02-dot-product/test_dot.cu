@@ -4,7 +4,6 @@
 #include "dot.h"
 
 #include <labkit/lab.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <set>
@@ -216,47 +215,24 @@ void check_argmax(const Case& c) {
 
 // ---- dot: performance ------------------------------------------------------------------
 
-// Inputs of the same distribution and size; before each timed call one of them, at
-// random, is copied into the buffers the call reads (labkit/variants.h).
-struct PerfInputs {
-  static constexpr uint64_t variants = labkit::input_variants;
-
-  explicit PerfInputs(const Case& c) : PerfInputs(c, generate(c)) {}
-  PerfInputs(const Case& c, const std::vector<DotInputs>& hosts)
-      : a(side(hosts, &DotInputs::a)), b(side(hosts, &DotInputs::b)) {
-    for (const DotInputs& host : hosts) expected.push_back(cpu_dot(host, c.n));
-  }
-  static std::vector<DotInputs> generate(const Case& c) {
-    std::vector<DotInputs> hosts;
-    for (uint64_t variant = 0; variant < variants; ++variant) hosts.push_back(make_dot_inputs(c, variant));
-    return hosts;
-  }
-  static std::vector<std::vector<int32_t>> side(const std::vector<DotInputs>& hosts,
-                                                std::vector<int32_t> DotInputs::*member) {
-    std::vector<std::vector<int32_t>> arrays;
-    for (const DotInputs& host : hosts) arrays.push_back(host.*member);
-    return arrays;
-  }
-
-  std::vector<uint64_t> expected;
-  labkit::VariantBuffer<int32_t> a, b;
-  int current = 0;
+// A timed call's buffers: two vectors drawn afresh in the case's distribution for every call
+// (labkit/fresh_input.h), the result it writes, and the reference's result for the same input.
+struct PerfBuffers {
+  explicit PerfBuffers(const Case& c) : a(c.n, c.input), b(c.n, c.input), result(1), expected(1) {}
+  labkit::FreshInput<int32_t> a, b;
+  labkit::TimedOutput<int64_t> result;
+  DeviceBuffer<int64_t> expected;
 };
 
-labkit::PerfSubject perf_subject(labkit::Function<decltype(dot)> fn, const Case& c, PerfInputs& inputs,
-                                 DeviceBuffer<int64_t>& result) {
-  return {{[fn, &c, &inputs, &result](cudaStream_t stream) {
-             fn(inputs.a.data(), inputs.b.data(), c.n, result.data(), stream);
-           },
-           [&inputs, &result](int sample) {
-             inputs.current = labkit::pick_variant(sample, inputs.a.count());
-             inputs.a.load(inputs.current);
-             inputs.b.load(inputs.current);
-             result.poison();
-           }},
-          [&inputs, &result]() -> std::string {
-            const uint64_t actual = uint64_t(result.download()[0]);
-            const uint64_t expected = inputs.expected[inputs.current];
+labkit::PerfSubject perf_subject(labkit::Function<decltype(dot)> fn, const Case& c, PerfBuffers& in) {
+  return {labkit::timed_call([fn, &c, &in](cudaStream_t stream) {
+                               fn(in.a.data(), in.b.data(), c.n, in.result.data(), stream);
+                             },
+                             {&in.a, &in.b}, {&in.result}),
+          [&c, &in]() -> std::string {
+            labkit::reference<decltype(dot)>("dot")(in.a.drawn(), in.b.drawn(), c.n, in.expected.data(), nullptr);
+            const uint64_t expected = uint64_t(in.expected.download()[0]);
+            const uint64_t actual = uint64_t(in.result.collected()[0]);
             return actual == expected ? "" : "expected " + show(expected) + ", got " + show(actual);
           }};
 }
@@ -280,12 +256,10 @@ TEST_SUITE("performance") {
     for (const Case& c : labkit::dataset().performance) {
       SUBCASE(c.name.c_str()) {
         if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfInputs inputs(c);
-        DeviceBuffer<int64_t> result(1);
+        PerfBuffers buffers(c);
         const double bytes_read = 2.0 * sizeof(int32_t) * double(c.n);
-        labkit::measure_performance(c, bytes_read,
-                                    perf_subject(labkit::student<decltype(dot)>("dot"), c, inputs, result),
-                                    perf_subject(labkit::reference<decltype(dot)>("dot"), c, inputs, result));
+        labkit::measure_performance(c, bytes_read, perf_subject(labkit::student<decltype(dot)>("dot"), c, buffers),
+                                    perf_subject(labkit::reference<decltype(dot)>("dot"), c, buffers));
       }
     }
   }

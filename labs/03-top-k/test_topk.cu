@@ -3,7 +3,6 @@
 #include "topk.h"
 
 #include <labkit/lab.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <functional>
@@ -107,37 +106,22 @@ void check_topk(const Case& c) {
                       comparison.describe([](size_t i) { return "d_out[" + std::to_string(i) + "]"; }));
 }
 
-// Inputs of the same distribution and size; before each timed call one of them, at
-// random, is copied into the buffer the call reads (labkit/variants.h).
-struct PerfInputs {
-  explicit PerfInputs(const Case& c) : k(case_k(c)), device(generate_variants(c)) {}
-
-  std::vector<Values> generate_variants(const Case& c) {
-    std::vector<Values> hosts;
-    for (int variant = 0; variant < labkit::input_variants; ++variant) {
-      labkit::InputSpec spec = c.input;
-      spec.seed += variant;
-      hosts.push_back(labkit::generate<int32_t>(c.n, spec));
-      expected.push_back(cpu_topk(hosts.back(), k));
-    }
-    return hosts;
-  }
+// A timed call's buffers: an input drawn afresh in the case's distribution for every call
+// (labkit/fresh_input.h), the k values it writes, and the reference's for the same input.
+struct PerfBuffers {
+  explicit PerfBuffers(const Case& c) : k(case_k(c)), input(c.n, c.input), out(size_t(k)), expected(size_t(k)) {}
   int k;
-  std::vector<Values> expected;
-  labkit::VariantBuffer<int32_t> device;
-  int current = 0;
+  labkit::FreshInput<int32_t> input;
+  labkit::TimedOutput<int32_t> out;
+  DeviceBuffer<int32_t> expected;
 };
 
-labkit::PerfSubject perf_subject(labkit::Function<decltype(topk)> fn, const Case& c, PerfInputs& inputs,
-                                 DeviceBuffer<int32_t>& out) {
-  return {{[fn, &c, &inputs, &out](cudaStream_t stream) { fn(inputs.device.data(), c.n, inputs.k, out.data(), stream); },
-           [&inputs, &out](int sample) {
-             inputs.current = labkit::pick_variant(sample, inputs.device.count());
-             inputs.device.load(inputs.current);
-             out.poison();
-           }},
-          [&inputs, &out] {
-            return labkit::compare_exact(inputs.expected[inputs.current], out.download()).describe();
+labkit::PerfSubject perf_subject(labkit::Function<decltype(topk)> fn, const Case& c, PerfBuffers& b) {
+  return {labkit::timed_call([fn, &c, &b](cudaStream_t stream) { fn(b.input.data(), c.n, b.k, b.out.data(), stream); },
+                             {&b.input}, {&b.out}),
+          [&c, &b] {
+            labkit::reference<decltype(topk)>("topk")(b.input.drawn(), c.n, b.k, b.expected.data(), nullptr);
+            return labkit::compare_exact(b.expected.download(), b.out.collected()).describe();
           }};
 }
 
@@ -156,12 +140,11 @@ TEST_SUITE("performance") {
     for (const Case& c : labkit::dataset().performance) {
       SUBCASE(c.name.c_str()) {
         if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfInputs inputs(c);
-        DeviceBuffer<int32_t> out{size_t(inputs.k)};
+        PerfBuffers buffers(c);
         // The floor is one read of the input: n * 4 bytes.
         labkit::measure_performance(c, double(c.n) * sizeof(int32_t),
-                                    perf_subject(labkit::student<decltype(topk)>("topk"), c, inputs, out),
-                                    perf_subject(labkit::reference<decltype(topk)>("topk"), c, inputs, out));
+                                    perf_subject(labkit::student<decltype(topk)>("topk"), c, buffers),
+                                    perf_subject(labkit::reference<decltype(topk)>("topk"), c, buffers));
       }
     }
   }

@@ -6,7 +6,6 @@
 
 #include <labkit/lab.h>
 #include <labkit/shared_memory.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <cmath>
@@ -91,6 +90,19 @@ struct Expected {
   double scale = 0;  // the size of what was summed, for telling rounding from wrong terms
 };
 
+// alpha (A B) + beta C for one element, from its dot product in double and the sum of its
+// products' squares.
+Expected expected_from(const Shape& s, double dot, double sum_of_squares, double old_c) {
+  constexpr double unit_roundoff = 0x1.0p-24;
+  const double value = double(s.alpha) * dot + double(s.beta) * old_c;
+  // 8 u sqrt(k * sum of squares) is ~20 standard deviations of a sequential FP32 sum's error,
+  // and a few hundred times smaller than what TF32 inputs cost.
+  const double tolerance = std::fabs(s.alpha) * 8 * unit_roundoff * std::sqrt(s.k * sum_of_squares) +
+                           4 * unit_roundoff * (std::fabs(s.alpha * dot) + std::fabs(s.beta * old_c)) + 1e-30;
+  const double scale = std::fabs(s.alpha) * std::sqrt(s.k * sum_of_squares) + std::fabs(s.beta * old_c);
+  return {value, tolerance, dot, scale};
+}
+
 class HostReference {
 public:
   HostReference(const Shape& s, const Operands& ops) : s_(s), ops_(ops), bt_(size_t(s.n) * s.k) {
@@ -108,16 +120,7 @@ public:
       dot += product;
       sum_of_squares += product * product;
     }
-    constexpr double unit_roundoff = 0x1.0p-24;
-    const double old_c = s_.beta != 0 ? double(ops_.c[index]) : 0.0;
-    const double value = double(s_.alpha) * dot + double(s_.beta) * old_c;
-    // 8 u sqrt(k * sum of squares) is ~20 standard deviations of a sequential FP32 sum's error,
-    // and a few hundred times smaller than what TF32 inputs cost.
-    const double tolerance = std::fabs(s_.alpha) * 8 * unit_roundoff * std::sqrt(s_.k * sum_of_squares) +
-                             4 * unit_roundoff * (std::fabs(s_.alpha * dot) + std::fabs(s_.beta * old_c)) +
-                             1e-30;
-    const double scale = std::fabs(s_.alpha) * std::sqrt(s_.k * sum_of_squares) + std::fabs(s_.beta * old_c);
-    return {value, tolerance, dot, scale};
+    return expected_from(s_, dot, sum_of_squares, s_.beta != 0 ? double(ops_.c[index]) : 0.0);
   }
 
 private:
@@ -162,17 +165,23 @@ Checked work_out(const Shape& s, const Operands& ops, uint64_t seed, size_t rand
   return checked;
 }
 
-labkit::Comparison compare(const Checked& checked, const std::vector<float>& actual) {
+// `got(i)`: what C holds at checked.positions[i].
+template <class Got>
+labkit::Comparison compare_checked(const Checked& checked, Got got_at) {
   labkit::Comparison result;
   result.checked = checked.positions.size();
   for (size_t i = 0; i < checked.positions.size(); ++i) {
     const Expected& e = checked.expected[i];
-    const float got = actual[checked.positions[i]];
+    const float got = got_at(i);
     if (!std::isnan(got) && std::fabs(double(got) - e.value) <= e.tolerance) continue;
     if (result.mismatches++ < labkit::mismatches_reported)
       result.first.push_back({checked.positions[i], labkit::detail::show(float(e.value)), labkit::detail::show(got)});
   }
   return result;
+}
+
+labkit::Comparison compare(const Checked& checked, const std::vector<float>& actual) {
+  return compare_checked(checked, [&](size_t i) { return actual[checked.positions[i]]; });
 }
 
 // Does every checked element match `formula(dot, old C)` instead of alpha A B + beta C?
@@ -311,52 +320,74 @@ void check_sgemm(const Case& c) {
                                 comparison.describe([&](size_t i) { return locate_in(s, i); }));
 }
 
-// Inputs of the same shape; before each timed call one of them, at random, is copied
-// into the buffers the call reads (labkit/variants.h).
-struct PerfInputs {
-  static constexpr int variants = labkit::input_variants;
+// For each position of C, its dot product in double and the sum of its products' squares: one
+// warp per element, so that every timed call's drawn operands are checked without copying
+// them to the host.
+__global__ void dot_products_kernel(const float* a, const float* b, int n, int k, const size_t* positions,
+                                    size_t count, double2* out) {
+  const size_t warp = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= count) return;
+  const size_t row = positions[warp] / n, col = positions[warp] % n;
+  double dot = 0, sum_of_squares = 0;
+  for (int p = lane; p < k; p += 32) {
+    const double product = double(a[row * k + p]) * double(b[size_t(p) * n + col]);
+    dot += product;
+    sum_of_squares += product * product;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    dot += __shfl_down_sync(0xffffffffu, dot, offset);
+    sum_of_squares += __shfl_down_sync(0xffffffffu, sum_of_squares, offset);
+  }
+  if (lane == 0) out[warp] = make_double2(dot, sum_of_squares);
+}
 
-  explicit PerfInputs(const Case& c) : PerfInputs(c, shape_of(c), generate(c)) {}
-  PerfInputs(const Case& c, const Shape& s, const std::vector<Operands>& ops)
-      : shape(s), d_a(side(ops, &Operands::a)), d_b(side(ops, &Operands::b)), d_c(size_t(s.m) * s.n) {
-    for (int variant = 0; variant < variants; ++variant)
-      checked.push_back(work_out(shape, ops[variant], seed_of(c, variant), 1024));
-  }
-  static uint64_t seed_of(const Case& c, int variant) { return c.input.seed + 10 * uint64_t(variant); }
-  static std::vector<Operands> generate(const Case& c) {
-    std::vector<Operands> ops;
-    for (int variant = 0; variant < variants; ++variant) {
-      labkit::InputSpec spec = c.input;
-      spec.seed = seed_of(c, variant);
-      ops.push_back(make_operands(shape_of(c), spec));
-    }
-    return ops;
-  }
-  static std::vector<std::vector<float>> side(const std::vector<Operands>& ops, std::vector<float> Operands::*member) {
-    std::vector<std::vector<float>> arrays;
-    for (const Operands& o : ops) arrays.push_back(o.*member);
-    return arrays;
+__global__ void gather_kernel(const float* c, const size_t* positions, size_t count, float* out) {
+  const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i < count) out[i] = c[positions[i]];
+}
+
+// A timed call's buffers (labkit/fresh_input.h): A and B drawn afresh for every call, the C it
+// writes (beta is 0, so C is poisoned, not drawn), and the elements of C checked after it:
+// the edges and 1024 random positions, new for every call.
+struct PerfBuffers {
+  explicit PerfBuffers(const Case& c)
+      : shape(shape_of(c)), a(size_t(shape.m) * shape.k, c.input), b(size_t(shape.k) * shape.n, c.input),
+        d_c(size_t(shape.m) * shape.n) {}
+
+  // The checked positions for the drawn operands, worked out on the GPU, and what C held there.
+  std::pair<Checked, std::vector<float>> check() const {
+    Checked checked;
+    checked.positions = checked_positions(shape, labkit::secret_seed(), 1024);
+    const size_t count = checked.positions.size();
+    const DeviceBuffer<size_t> d_positions(checked.positions);
+    DeviceBuffer<double2> d_sums(count);
+    DeviceBuffer<float> d_got(count);
+    dot_products_kernel<<<unsigned((count * 32 + 255) / 256), 256>>>(a.drawn(), b.drawn(), shape.n, shape.k,
+                                                                      d_positions.data(), count, d_sums.data());
+    gather_kernel<<<unsigned((count + 255) / 256), 256>>>(d_c.collected_data(), d_positions.data(), count,
+                                                          d_got.data());
+    CUDA_CHECK_KERNELS(nullptr);
+    for (const double2& sums : d_sums.download()) checked.expected.push_back(expected_from(shape, sums.x, sums.y, 0));
+    return {checked, d_got.download()};
   }
 
   Shape shape;
-  std::vector<Checked> checked;
-  labkit::VariantBuffer<float> d_a, d_b;
-  DeviceBuffer<float> d_c;
-  int current = 0;
+  labkit::FreshInput<float> a, b;
+  labkit::TimedOutput<float> d_c;
 };
 
-labkit::PerfSubject perf_subject(labkit::Function<decltype(sgemm)> fn, PerfInputs& in) {
-  return {{[fn, &in](cudaStream_t stream) {
-             const Shape& s = in.shape;
-             fn(s.m, s.n, s.k, s.alpha, in.d_a.data(), in.d_b.data(), s.beta, in.d_c.data(), stream);
-           },
-           [&in](int sample) {
-             in.current = labkit::pick_variant(sample, in.d_a.count());
-             in.d_a.load(in.current);
-             in.d_b.load(in.current);
-             in.d_c.poison();
-           }},
-          [&in] { return compare(in.checked[in.current], in.d_c.download()).describe(); }};
+labkit::PerfSubject perf_subject(labkit::Function<decltype(sgemm)> fn, PerfBuffers& in) {
+  return {labkit::timed_call([fn, &in](cudaStream_t stream) {
+                               const Shape& s = in.shape;
+                               fn(s.m, s.n, s.k, s.alpha, in.a.data(), in.b.data(), s.beta, in.d_c.data(), stream);
+                             },
+                             {&in.a, &in.b}, {&in.d_c}),
+          [&in] {
+            const auto checked_and_got = in.check();
+            const std::vector<float>& got = checked_and_got.second;
+            return compare_checked(checked_and_got.first, [&got](size_t i) { return got[i]; }).describe();
+          }};
 }
 
 // Minimum traffic: A and B read once, C written once (and read first when beta != 0).
@@ -382,13 +413,13 @@ TEST_SUITE("performance") {
         if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
         // Performance cases use beta = 0: C is poisoned before every sample.
         const std::string anchor_name = c.has("anchor") ? c.params.at("anchor") : "cublas";
-        PerfInputs inputs(c);
-        const Shape& s = inputs.shape;
+        PerfBuffers buffers(c);
+        const Shape& s = buffers.shape;
         std::printf("%s: %dx%dx%d (m x n x k), %.1f GFLOP, ratio = %s time / your time\n", c.name.c_str(), s.m,
                     s.n, s.k, 2e-9 * s.m * s.n * s.k, anchor_name.c_str());
-        labkit::measure_performance(c, bytes_moved(s),
-                                    perf_subject(labkit::student<decltype(sgemm)>("sgemm"), inputs),
-                                    perf_subject(sgemm_anchors::by_name(anchor_name), inputs));
+        const labkit::Work work(bytes_moved(s), 2.0 * s.m * s.n * s.k);
+        labkit::measure_performance(c, work, perf_subject(labkit::student<decltype(sgemm)>("sgemm"), buffers),
+                                    perf_subject(sgemm_anchors::by_name(anchor_name), buffers));
       }
     }
   }

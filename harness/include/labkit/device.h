@@ -16,6 +16,9 @@ struct DeviceInfo {
   std::size_t l2_bytes = 0;
   std::size_t global_memory_bytes = 0;
   std::size_t shared_memory_per_block_optin = 0;
+  // Every FP32 lane issuing one FMA (2 FLOPs) per cycle at the highest clock: no kernel
+  // computes faster, so it bounds a compute-bound lab's time from below.
+  double peak_fp32_gflops = 0;
 };
 
 // Why no CUDA device can be used here ("no CUDA device", driver errors...), or nothing.

@@ -6,10 +6,18 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <thread>
 #include <vector>
+
+// The per-element formulas run on the GPU too (labkit/fresh_input.h draws timed inputs there).
+#if defined(__CUDACC__)
+#define LABKIT_HOST_DEVICE __host__ __device__
+#else
+#define LABKIT_HOST_DEVICE
+#endif
 
 namespace labkit {
 
@@ -34,7 +42,7 @@ struct InputSpec {
   int distinct = 2;  // for few_distinct
 };
 
-inline std::uint64_t splitmix64(std::uint64_t x) {
+LABKIT_HOST_DEVICE inline std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -49,10 +57,10 @@ inline std::uint64_t mix_seeds(std::uint64_t case_seed, std::uint64_t run_seed) 
 namespace detail {
 
 // Uniform in [0, 1).
-inline double unit_double(std::uint64_t bits) { return double(bits >> 11) * 0x1.0p-53; }
+LABKIT_HOST_DEVICE inline double unit_double(std::uint64_t bits) { return double(bits >> 11) * 0x1.0p-53; }
 
 // Uniform integer in [lo, hi] (Lemire's multiply-high; the bias is below 2^-32).
-inline std::int64_t uniform_integer(std::uint64_t bits, std::int64_t lo, std::int64_t hi) {
+LABKIT_HOST_DEVICE inline std::int64_t uniform_integer(std::uint64_t bits, std::int64_t lo, std::int64_t hi) {
   const auto span = std::uint64_t(hi - lo) + 1;  // 0 means the full 64-bit range
   if (span == 0) return std::int64_t(bits);
   return lo + std::int64_t((unsigned __int128)bits * span >> 64);
@@ -62,7 +70,7 @@ inline std::int64_t uniform_integer(std::uint64_t bits, std::int64_t lo, std::in
 std::vector<double> zipf_cdf(std::size_t count);
 
 template <class T>
-T draw(std::uint64_t bits, double lo, double hi) {
+LABKIT_HOST_DEVICE T draw(std::uint64_t bits, double lo, double hi) {
   if constexpr (std::is_integral_v<T>) {
     return T(uniform_integer(bits, std::int64_t(lo), std::int64_t(hi)));
   } else {
@@ -87,62 +95,93 @@ void parallel_chunks(std::size_t n, Body body) {
   for (std::thread& t : threads) t.join();
 }
 
+// Element i of an input whose elements are independent of each other (every distribution but
+// the sorted ones): the one formula the CPU (`generate`) and the GPU (`generate_on_device`,
+// labkit/fresh_input.h) share, so a case is the same data wherever it is made. Small enough to
+// pass to a kernel by value.
+template <class T>
+struct ElementRule {
+  static constexpr int max_values = 256;  // few_distinct's `distinct`, skewed's ranks
+
+  Distribution distribution = Distribution::uniform;
+  std::uint64_t seed = 0;  // splitmix64 of the spec's
+  double lo = 0, hi = 0;
+  int value_count = 0;          // all_same: 1; few_distinct: distinct; skewed: ranks
+  T values[max_values] = {};    // the values those pick from, fixed by the seed
+  double cdf[max_values] = {};  // skewed: cumulative Zipf weights of the ranks
+
+  LABKIT_HOST_DEVICE std::uint64_t bits(std::size_t i) const { return splitmix64(seed + 0x632BE59BD9B4E019ull * i); }
+
+  LABKIT_HOST_DEVICE T operator()(std::size_t i) const {
+    switch (distribution) {
+      case Distribution::all_same:
+        return values[0];
+      case Distribution::few_distinct:
+        return values[detail::uniform_integer(bits(i), 0, value_count - 1)];
+      case Distribution::skewed: {
+        const double u = detail::unit_double(bits(i));
+        int rank = 0;  // the first rank whose cumulative weight reaches u (lower_bound)
+        for (int step = max_values / 2; step > 0; step /= 2)
+          if (rank + step <= value_count && cdf[rank + step - 1] < u) rank += step;
+        return values[rank < value_count ? rank : value_count - 1];
+      }
+      case Distribution::extremes: {
+        const std::uint64_t b = bits(i);
+        const double offset = double(b & 3);  // the extreme itself, or up to 3 inside it
+        double value = (b & 4) ? hi - offset : lo + offset;
+        value = value < lo ? lo : (value > hi ? hi : value);
+        return T(value);
+      }
+      default:  // uniform, and the sorted ones before sorting
+        return detail::draw<T>(bits(i), lo, hi);
+    }
+  }
+};
+
+// Throws std::invalid_argument for more distinct values than ElementRule holds.
+template <class T>
+ElementRule<T> element_rule(const InputSpec& spec) {
+  ElementRule<T> rule;
+  rule.distribution = spec.distribution;
+  rule.seed = splitmix64(spec.seed);
+  rule.lo = spec.lo;
+  rule.hi = spec.hi;
+  switch (spec.distribution) {
+    case Distribution::all_same:
+      rule.value_count = 1;
+      rule.values[0] = detail::draw<T>(splitmix64(rule.seed ^ 1), spec.lo, spec.hi);
+      break;
+    case Distribution::few_distinct:
+    case Distribution::skewed: {
+      const bool skewed = spec.distribution == Distribution::skewed;
+      rule.value_count = skewed ? ElementRule<T>::max_values : std::max(spec.distinct, 1);
+      if (rule.value_count > ElementRule<T>::max_values)
+        throw std::invalid_argument("few_distinct supports at most 256 distinct values");
+      for (int v = 0; v < rule.value_count; ++v)
+        rule.values[v] = detail::draw<T>(splitmix64(rule.seed ^ std::uint64_t(v + 1)), spec.lo, spec.hi);
+      if (skewed) {
+        const std::vector<double> cdf = detail::zipf_cdf(std::size_t(rule.value_count));
+        std::copy(cdf.begin(), cdf.end(), rule.cdf);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return rule;
+}
+
 template <class T>
 std::vector<T> generate(std::size_t n, const InputSpec& spec) {
   static_assert(std::is_arithmetic_v<T>, "generate<T> makes numbers");
   std::vector<T> out(n);
-  const std::uint64_t seed = splitmix64(spec.seed);
-  auto bits = [seed](std::size_t i) { return splitmix64(seed + 0x632BE59BD9B4E019ull * i); };
-  switch (spec.distribution) {
-    case Distribution::uniform:
-    case Distribution::sorted_ascending:
-    case Distribution::sorted_descending:
-      parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) out[i] = detail::draw<T>(bits(i), spec.lo, spec.hi);
-      });
-      if (spec.distribution == Distribution::sorted_ascending) std::sort(out.begin(), out.end());
-      if (spec.distribution == Distribution::sorted_descending)
-        std::sort(out.begin(), out.end(), [](T a, T b) { return a > b; });
-      break;
-    case Distribution::all_same:
-      std::fill(out.begin(), out.end(), detail::draw<T>(splitmix64(seed ^ 1), spec.lo, spec.hi));
-      break;
-    case Distribution::few_distinct: {
-      std::vector<T> values(std::max(spec.distinct, 1));
-      for (std::size_t v = 0; v < values.size(); ++v)
-        values[v] = detail::draw<T>(splitmix64(seed ^ (v + 1)), spec.lo, spec.hi);
-      parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i)
-          out[i] = values[detail::uniform_integer(bits(i), 0, std::int64_t(values.size()) - 1)];
-      });
-      break;
-    }
-    case Distribution::skewed: {
-      // Ranks drawn by a Zipf law, each rank mapped to a value fixed by the seed.
-      const std::vector<double> cdf = detail::zipf_cdf(256);
-      std::vector<T> values(cdf.size());
-      for (std::size_t v = 0; v < values.size(); ++v)
-        values[v] = detail::draw<T>(splitmix64(seed ^ (v + 1)), spec.lo, spec.hi);
-      parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) {
-          const double u = detail::unit_double(bits(i));
-          const auto rank = std::size_t(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
-          out[i] = values[std::min(rank, values.size() - 1)];
-        }
-      });
-      break;
-    }
-    case Distribution::extremes:
-      parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) {
-          const std::uint64_t b = bits(i);
-          const double offset = double(b & 3);  // the extreme itself, or up to 3 inside it
-          const double value = (b & 4) ? spec.hi - offset : spec.lo + offset;
-          out[i] = T(std::clamp(value, spec.lo, spec.hi));
-        }
-      });
-      break;
-  }
+  const ElementRule<T> rule = element_rule<T>(spec);
+  parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) out[i] = rule(i);
+  });
+  if (spec.distribution == Distribution::sorted_ascending) std::sort(out.begin(), out.end());
+  if (spec.distribution == Distribution::sorted_descending)
+    std::sort(out.begin(), out.end(), [](T a, T b) { return a > b; });
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "labkit/cuda_check.h"
 #include "labkit/dataset.h"
 #include "labkit/device.h"
+#include "labkit/fresh_input.h"
 #include "labkit/generators.h"
 #include "labkit/npy.h"
 #include "labkit/remote.h"
@@ -99,9 +100,10 @@ void hold_gpu_alone();
 // performance case checks this before it makes its (large) inputs.
 bool timing_wanted(const Case& c);
 
-// One side of a performance comparison. `call.prepare(sample)` picks the sample's input (see
-// InputVariants) and poisons the output; `check_output` compares the output with what that
-// input should give.
+// One side of a performance comparison. `call.prepare(sample)` draws the sample's input and
+// poisons the output, `call.reveal` and `call.collect` bound the timed window
+// (labkit/fresh_input.h); `check_output` compares the collected output with what the drawn
+// input should give (the reference's answer, or an exact check).
 struct PerfSubject {
   TimedCall call;
   std::function<std::string()> check_output;  // "" when the output is right
@@ -117,7 +119,17 @@ struct PerfSubject {
 // call ("no overlap: ...", with what the lab measured), or "" for none; the grader shows it
 // with the case. For labs whose chapter is about speed, not about a wrong answer.
 using PerfHint = std::function<std::string(double student_ms)>;
-void measure_performance(const Case& c, double bytes_moved, const PerfSubject& student_side,
+
+// The least a case must do: the bytes it moves through device memory and, for compute-bound
+// labs, its floating-point operations. The grader gives no speed credit for a time below
+// either floor (the measured read bandwidth; the GPU's FP32 peak).
+struct Work {
+  Work(double bytes_moved, double flops_done = 0) : bytes(bytes_moved), flops(flops_done) {}
+  double bytes;
+  double flops;
+};
+
+void measure_performance(const Case& c, Work work, const PerfSubject& student_side,
                          const PerfSubject& reference_side, const PerfHint& hint = {});
 
 }  // namespace labkit

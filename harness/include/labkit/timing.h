@@ -25,14 +25,20 @@ struct TimingStats {
   double unexplained_ms = 0;     // median of our clock's bound less the events, per sample
 };
 
-// One round trip of an empty call through a host that runs no submission, beyond its device
-// time: what our clock sees of an honest call that its events do not.
+// One empty call through a host that runs no submission, spinning as long as an honest call
+// would: returns the device time the host reported, so that our clock's view of it less that
+// is what an honest call's window costs beyond its own work.
 using RoundTripProbe = std::function<double()>;
 
 struct TimedCall {
   std::function<void(cudaStream_t)> launch;  // the call being timed
-  std::function<void(int sample)> prepare;   // untimed: poison outputs, pick an input
+  std::function<void(int sample)> prepare;   // untimed: draw a fresh input, poison outputs
   std::function<std::string()> verify;       // untimed, after every sample when set: "" if the output is right
+  // The two ends of a submission's timed window (labkit/fresh_input.h): `reveal` makes the
+  // drawn input visible to the call, `collect` copies the output out of its reach. With
+  // `rehearsal` true each moves the same bytes between buffers the call never sees, for the
+  // round-trip probe. Both run on the buffers' devices; the timing loop synchronises.
+  std::function<void(bool rehearsal)> reveal, collect;
   // Time by the host's clock from the call to the end of all work on every device, not by
   // events on one stream: for calls whose work spans several GPUs or streams of their own,
   // or copies through host memory (labs 11-13). Costs a few microseconds of launch overhead
@@ -48,11 +54,15 @@ struct WrongDuringTiming : std::runtime_error {
 TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {});
 
 // Times a call that runs in the submission's process (labkit/remote.h). Its own events give
-// the precise figure, but that process is not trusted: our wall clock around each call, less
-// the median round trip of an empty call (`probe`, run just before each sample so that it
-// waits through the same verification and wakes as cold as the submission's process), bounds
-// it from below. A report below that bound is not confirmed, and the bound is scored instead.
-// Every sample's output is verified.
+// the precise figure, but that process is not trusted. Our clock runs from before the input
+// is revealed to after the output is collected, so every piece of GPU work that the answer
+// depends on, on any stream, context or process, lies inside it. That window less the window
+// of an empty call (`probe`, run just before each sample so that it waits through the same
+// verification and wakes as cold as the submission's process) bounds the call from below. The
+// probe's figure is capped by probes taken before the submission's process starts (the caller
+// stops it first), so work the submission leaves running cannot inflate it. A report below
+// the bound is not confirmed, and the bound is scored instead. Every sample's output is
+// verified.
 TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, const StoppingRule& rule = {});
 
 // The slack allowed between a confirmed event time and our clock's bound, beyond two
