@@ -140,20 +140,6 @@ double probe_overhead_ms(const TimedCall& call, const RoundTripProbe& probe) {
   return wall_ms - device_ms;
 }
 
-// The probe's overhead measured before the submission's process exists (nothing of its can
-// slow the GPU then): a per-sample probe above its upper decile is capped there, so that work
-// the submission leaves running while the probe runs cannot shrink the bound on its call.
-double clean_probe_cap_ms(const TimedCall& call, const RoundTripProbe& probe) {
-  constexpr int probes = 11;
-  if (call.prepare) call.prepare(-1);
-  synchronize_all_devices();
-  probe_overhead_ms(call, probe);  // the first one starts the probe's host
-  std::vector<double> overheads;
-  for (int i = 0; i < probes; ++i) overheads.push_back(probe_overhead_ms(call, probe));
-  std::sort(overheads.begin(), overheads.end());
-  return overheads[probes - 2];
-}
-
 // LABKIT_TIMING_TRACE=FILE appends each timed call's clocks to FILE: what to look at when
 // the grader's clock and a submission's events disagree.
 void trace_sample(int sample, const RemoteTiming& timing, double round_trip_ms) {
@@ -232,7 +218,6 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
 
 TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, const StoppingRule& rule) {
   const cudaStream_t stream = timing_stream();
-  const double probe_cap_ms = clean_probe_cap_ms(call, probe);  // before the submission's process starts
   auto measure_one = [&](int sample) {
     RemoteTiming timing;
     timing.host_clock = call.host_clock;
@@ -248,7 +233,7 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
   auto start_sample = [&](int sample) {
     if (call.prepare) call.prepare(sample);
     synchronize_all_devices();
-    return std::min(probe_overhead_ms(call, probe), probe_cap_ms);
+    return probe_overhead_ms(call, probe);
   };
   for (int warmup = 0; warmup < 2; ++warmup) {
     start_sample(-1 - warmup);

@@ -58,11 +58,9 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {});
 // is revealed to after the output is collected, so every piece of GPU work that the answer
 // depends on, on any stream, context or process, lies inside it. That window less the window
 // of an empty call (`probe`, run just before each sample so that it waits through the same
-// verification and wakes as cold as the submission's process) bounds the call from below. The
-// probe's figure is capped by probes taken before the submission's process starts (the caller
-// stops it first), so work the submission leaves running cannot inflate it. A report below
-// the bound is not confirmed, and the bound is scored instead. Every sample's output is
-// verified.
+// verification and wakes as cold as the submission's process) bounds the call from below. A
+// report below the bound is not confirmed, and the bound is scored instead. Every sample's
+// output is verified.
 TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, const StoppingRule& rule = {});
 
 // The slack allowed between a confirmed event time and our clock's bound, beyond two
