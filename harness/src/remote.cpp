@@ -237,7 +237,7 @@ wire::Reply HostProcess::request(const wire::Request& request) {
   send(request);
   const wire::Reply reply = receive(options_.call_seconds, "during this call");
   last_wall_ms_ = now_ms() - started;
-  check_libraries();
+  if (!request.timed) check_libraries();  // a timed call's waits until its window has closed
   if (reply.status == wire::Status::cuda_error) {
     stop();  // the context may be lost: the next call gets a fresh process
     throw CudaError(cudaError_t(reply.cuda_error), std::string("your code raised a CUDA error: ") + reply.message);
@@ -260,6 +260,7 @@ wire::Reply call_in_host(HostProcess& host, wire::Request& request) {
   request.host_clock = timing != nullptr && timing->host_clock;
   const wire::Reply reply = host.request(request);
   if (timing != nullptr) {
+    timing->host = &host;
     ++timing->calls;
     timing->event_ms = reply.event_ms;
     timing->wall_ms = host.last_wall_ms();

@@ -221,13 +221,17 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
   auto measure_one = [&](int sample) {
     RemoteTiming timing;
     timing.host_clock = call.host_clock;
-    timing.wall_ms = window_ms(call, false, [&] {
+    const double window = window_ms(call, false, [&] {
       const RemoteTimingScope scope(timing);
       call.launch(stream);
     });
+    // A call through a host is bounded by the window; MPI ranks (no host) by the clock of the
+    // rank group, which their launch has set already.
+    if (timing.host != nullptr) timing.wall_ms = window;
     if (timing.calls != 1)
       throw std::logic_error("a timed launch must make exactly one call of the submission's (sample " +
                              std::to_string(sample) + " made " + std::to_string(timing.calls) + ")");
+    if (timing.host != nullptr) timing.host->check_libraries();
     return timing;
   };
   auto start_sample = [&](int sample) {
