@@ -142,14 +142,15 @@ double probe_overhead_ms(const TimedCall& call, const RoundTripProbe& probe) {
 
 // LABKIT_TIMING_TRACE=FILE appends each timed call's clocks to FILE: what to look at when
 // the grader's clock and a submission's events disagree.
-void trace_sample(int sample, const RemoteTiming& timing, double round_trip_ms) {
+void trace_sample(int sample, const RemoteTiming& timing, double empty_overhead_ms) {
   static std::FILE* trace = [] {
     const char* path = std::getenv("LABKIT_TIMING_TRACE");
     return path != nullptr ? std::fopen(path, "a") : nullptr;
   }();
   if (trace == nullptr) return;
-  std::fprintf(trace, "sample %d events %.4f ms window %.4f ms empty window %.4f ms unexplained %.4f ms\n", sample,
-               timing.event_ms, timing.wall_ms, round_trip_ms, timing.wall_ms - round_trip_ms - timing.event_ms);
+  std::fprintf(trace, "sample %d events %.4f ms window %.4f ms empty call's overhead %.4f ms unexplained %.4f ms\n",
+               sample, timing.event_ms, timing.wall_ms, empty_overhead_ms,
+               timing.wall_ms - empty_overhead_ms - timing.event_ms);
   std::fflush(trace);
 }
 
@@ -250,11 +251,11 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
   const auto started = Clock::now();
   TimingStats stats;
   for (int sample = 0;; ++sample) {
-    const double empty_window_ms = start_sample(sample);
+    const double empty_overhead_ms = start_sample(sample);
     const RemoteTiming timing = measure_one(sample);
-    trace_sample(sample, timing, empty_window_ms);
+    trace_sample(sample, timing, empty_overhead_ms);
     reported.push_back(timing.event_ms);
-    bound.push_back(std::max(0.0, timing.wall_ms - empty_window_ms));
+    bound.push_back(std::max(0.0, timing.wall_ms - empty_overhead_ms));
     unexplained.push_back(bound.back() - timing.event_ms);
     verify_sample(call, reported.size() - 1);
     if (reported.size() % 10 == 0 || reported.size() < rule.min_samples) {
