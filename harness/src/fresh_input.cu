@@ -42,7 +42,7 @@ void generate_on_device(T* out, std::size_t n, const InputSpec& spec, cudaStream
 
 void copy_on_device(void* destination, const void* source, std::size_t bytes, int device) {
   const DeviceScope scope(device);
-  CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice, nullptr));
+  CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault, nullptr));
 }
 
 TimedCall timed_call(std::function<void(cudaStream_t)> launch, std::vector<RevealedBuffer*> inputs,

@@ -6,7 +6,6 @@
 #include "pipeline.h"
 
 #include <labkit/lab.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <chrono>
@@ -230,32 +229,28 @@ void check_merge(const Case& c) {
 
 // ---- performance ----------------------------------------------------------------------------
 
-// Images of the same size and distribution; before each timed call one of them, at random, is
-// copied into the pinned buffers the call reads (as labkit/variants.h does for device inputs).
+// A timed call's buffers (labkit/fresh_input.h): both images drawn afresh on the GPU for
+// every call and revealed in the pinned buffers it reads, the pinned output it writes, and the
+// device workspace.
 struct PerfState {
   explicit PerfState(const Case& c)
-      : n(c.n), rounds(rounds_of(c)), h_a(n), h_b(n), h_out(n), d_a(n), d_b(n), d_out(n) {
-    for (int variant = 0; variant < labkit::input_variants; ++variant) {
-      variants.push_back(make_images(c, uint64_t(variant)));
-      expected.push_back(expected_output(variants.back(), rounds));
-    }
-  }
+      : n(c.n), rounds(rounds_of(c)), h_a(n, c.input), h_b(n, c.input), h_out(n), d_a(n), d_b(n), d_out(n),
+        expected(n) {}
 
-  void prepare(int sample) {
-    current = labkit::pick_variant(sample, int(variants.size()));
-    h_a.assign(variants[size_t(current)].a);
-    h_b.assign(variants[size_t(current)].b);
-    d_out.poison();
-    h_out.poison();  // waits for the device first
+  // The one-thread-per-pixel kernel's output for the drawn images.
+  std::vector<uint32_t> expected_for_drawn() {
+    if (n > 0) expected_merge_kernel<<<blocks_for(n), threads_per_block>>>(h_a.drawn(), h_b.drawn(), expected.data(), n,
+                                                                           rounds);
+    CUDA_CHECK_KERNELS(nullptr);
+    return expected.download();
   }
 
   size_t n;
   int rounds;
-  std::vector<Images> variants;
-  std::vector<Pixels> expected;
-  HostBuffer<uint32_t> h_a, h_b, h_out;
+  labkit::FreshHostInput<uint32_t> h_a, h_b;
+  labkit::TimedHostOutput<uint32_t> h_out;
   DeviceBuffer<uint32_t> d_a, d_b, d_out;
-  int current = 0;
+  DeviceBuffer<uint32_t> expected;
 };
 
 // ---- overlap: the three phases against the whole call, for the hint on a slow time ----------------------------------------
@@ -354,15 +349,16 @@ labkit::PerfHint overlap_hint(const Case& c, const Phases& phases) {
 }
 
 labkit::PerfSubject perf_subject(labkit::Function<decltype(merge_pipelined)> fn, PerfState& s) {
-  labkit::TimedCall call;
-  call.launch = [fn, &s](cudaStream_t stream) {
-    fn(s.h_a.data(), s.h_b.data(), s.h_out.data(), s.n, s.rounds, s.d_a.data(), s.d_b.data(), s.d_out.data(), stream);
-  };
-  call.prepare = [&s](int sample) { s.prepare(sample); };
+  labkit::TimedCall call = labkit::timed_call(
+      [fn, &s](cudaStream_t stream) {
+        fn(s.h_a.data(), s.h_b.data(), s.h_out.data(), s.n, s.rounds, s.d_a.data(), s.d_b.data(), s.d_out.data(),
+           stream);
+      },
+      {&s.h_a, &s.h_b}, {&s.h_out});
   // The work spans several streams and copies through host memory: the host's clock up to
   // the end of all device work is the honest time.
   call.host_clock = true;
-  return {call, [&s] { return labkit::compare_exact(s.expected[size_t(s.current)], s.h_out.copy()).describe(); }};
+  return {call, [&s] { return labkit::compare_exact(s.expected_for_drawn(), s.h_out.collected()).describe(); }};
 }
 
 }  // namespace

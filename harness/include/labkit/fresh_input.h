@@ -35,7 +35,8 @@ std::uint64_t secret_seed();
 template <class T>
 void generate_on_device(T* out, std::size_t n, const InputSpec& spec, cudaStream_t stream);
 
-// Copies `bytes` device to device on the buffers' device; the caller synchronises.
+// Copies `bytes` between device or pinned host memory (either way round) on `device`'s legacy
+// stream; the caller synchronises.
 void copy_on_device(void* destination, const void* source, std::size_t bytes, int device);
 
 // What a timed call reads: drawn afresh before each sample (untimed), revealed at the start of
@@ -58,28 +59,40 @@ public:
 
 namespace detail {
 
-// Copies `from` into `kept` (or, rehearsing, into a scratch buffer of the same size made on
-// first use): the step each end of the window takes.
+// A buffer of the same kind as `Buffer`'s: device memory on `device`, or pinned host memory.
 template <class T>
-void copy_out_of_reach(const DeviceBuffer<T>& from, DeviceBuffer<T>& kept, std::optional<DeviceBuffer<T>>& scratch,
-                       bool rehearsal) {
-  if (rehearsal && !scratch) scratch.emplace(from.size(), from.device());
-  T* destination = rehearsal ? scratch->data() : kept.data();
-  copy_on_device(destination, from.data(), from.bytes(), from.device());
+DeviceBuffer<T> allocate_like(const DeviceBuffer<T>*, std::size_t count, int device) {
+  return DeviceBuffer<T>(count, device);
+}
+template <class T>
+HostBuffer<T> allocate_like(const HostBuffer<T>*, std::size_t count, int) {
+  return HostBuffer<T>(count);
+}
+
+// Copies `from` into `kept` (or, rehearsing, into a buffer like `kept` made on first use):
+// the step each end of the window takes. `device`: the device whose copy engine moves it.
+template <class From, class Kept>
+void copy_out_of_reach(const From& from, Kept& kept, std::optional<Kept>& scratch, bool rehearsal, int device) {
+  if (rehearsal && !scratch) scratch.emplace(allocate_like(&kept, from.size(), device));
+  auto* destination = rehearsal ? scratch->data() : kept.data();
+  copy_on_device(destination, from.data(), from.bytes(), device);
 }
 
 }  // namespace detail
 
-// An input of a timed call. A call that sorts in place also writes it: list it among the
-// outputs too, and its result is collected like any other output's.
-template <class T>
+// An input of a timed call: drawn on the GPU, and revealed in device memory (`Live` a
+// DeviceBuffer) or, for a contract that takes host pointers, in pinned host memory
+// (FreshHostInput). A call that sorts in place also writes it: list it among the outputs too,
+// and its result is collected like any other output's.
+template <class T, class Live = DeviceBuffer<T>>
 class FreshInput final : public RevealedBuffer, public CollectedBuffer {
 public:
   // Writes an input of the case's shape from `seed` (a generate_on_device call, usually).
   using Generator = std::function<void(T* out, std::uint64_t seed, cudaStream_t stream)>;
 
   FreshInput(std::size_t count, Generator generator, int device = 0)
-      : generator_(std::move(generator)), drawn_(count, device), live_(count, device) {}
+      : generator_(std::move(generator)), drawn_(count, device),
+        live_(detail::allocate_like(static_cast<Live*>(nullptr), count, device)) {}
   // The case's distribution and range, with a fresh seed for every draw.
   FreshInput(std::size_t count, const InputSpec& spec, int device = 0)
       : FreshInput(count, [count, spec](T* out, std::uint64_t seed, cudaStream_t stream) {
@@ -89,7 +102,7 @@ public:
         }, device) {}
 
   T* data() { return live_.data(); }                // what the submission's call reads
-  const T* drawn() const { return drawn_.data(); }  // the same input, out of its reach
+  const T* drawn() const { return drawn_.data(); }  // the same input on the GPU, out of its reach
   std::size_t size() const { return live_.size(); }
   std::vector<T> download_drawn() const { return drawn_.download(); }
 
@@ -100,39 +113,54 @@ public:
     CUDA_CHECK(cudaGetLastError());
   }
   // The window's first step: the drawn input appears where the call reads it.
-  void reveal(bool rehearsal) override { detail::copy_out_of_reach(drawn_, live_, reveal_scratch_, rehearsal); }
+  void reveal(bool rehearsal) override {
+    detail::copy_out_of_reach(drawn_, live_, reveal_scratch_, rehearsal, drawn_.device());
+  }
 
   // As an output (in place): the reveal overwrites it anyway.
   void poison() override {}
   void collect(bool rehearsal) override {
-    if (!collected_) collected_.emplace(size(), live_.device());
-    detail::copy_out_of_reach(live_, *collected_, collect_scratch_, rehearsal);
+    if (!collected_) collected_.emplace(size(), drawn_.device());
+    detail::copy_out_of_reach(live_, *collected_, collect_scratch_, rehearsal, drawn_.device());
   }
   std::vector<T> collected() const { return collected_.value().download(); }
 
 private:
   Generator generator_;
-  DeviceBuffer<T> drawn_, live_;
-  std::optional<DeviceBuffer<T>> collected_, reveal_scratch_, collect_scratch_;
+  DeviceBuffer<T> drawn_;
+  Live live_;
+  std::optional<Live> reveal_scratch_;
+  std::optional<DeviceBuffer<T>> collected_, collect_scratch_;
 };
 
-template <class T>
+// What a timed call writes, in device memory or (TimedHostOutput) pinned host memory; it is
+// collected into device memory only the checks can reach.
+template <class T, class Live = DeviceBuffer<T>>
 class TimedOutput final : public CollectedBuffer {
 public:
-  explicit TimedOutput(std::size_t count, int device = 0) : live_(count, device), collected_(count, device) {}
+  explicit TimedOutput(std::size_t count, int device = 0)
+      : live_(detail::allocate_like(static_cast<Live*>(nullptr), count, device)), collected_(count, device) {}
 
   T* data() { return live_.data(); }  // what the submission's call writes
   std::size_t size() const { return live_.size(); }
   void poison() override { live_.poison(); }
   // The window's last step: what the call wrote is copied where only the checks read it.
-  void collect(bool rehearsal) override { detail::copy_out_of_reach(live_, collected_, scratch_, rehearsal); }
+  void collect(bool rehearsal) override {
+    detail::copy_out_of_reach(live_, collected_, scratch_, rehearsal, collected_.device());
+  }
   std::vector<T> collected() const { return collected_.download(); }  // as it was when the time ended
   const T* collected_data() const { return collected_.data(); }
 
 private:
-  DeviceBuffer<T> live_, collected_;
+  Live live_;
+  DeviceBuffer<T> collected_;
   std::optional<DeviceBuffer<T>> scratch_;
 };
+
+template <class T>
+using FreshHostInput = FreshInput<T, HostBuffer<T>>;
+template <class T>
+using TimedHostOutput = TimedOutput<T, HostBuffer<T>>;
 
 // The timed call that reads `inputs` and writes `outputs`: before each sample every input is
 // drawn and every output poisoned; its window reveals the inputs and collects the outputs.
