@@ -21,16 +21,21 @@
 
 namespace {
 
-constexpr int threads_per_block = 128;
-constexpr int bodies_per_thread = 4;
-constexpr int bodies_per_block = threads_per_block * bodies_per_thread;  // 512 bodies i per block
-constexpr int tile_bodies = threads_per_block;  // each thread loads one body j of the tile
-// A partial unroll: the fully unrolled 128-body tile would be ~7000 instructions (over 100 KB
-// of code per loop trip), more than the instruction caches near the SM hold.
-constexpr int tile_unroll = 8;
-constexpr int min_blocks_per_sm = 4;  // caps registers at 128 per thread; 16 warps per SM
+// Measured on an H100 (see the header): 128 threads, 4 bodies per thread, 4 blocks per SM.
+template <int Threads, int BodiesPerThread, int Unroll, int MinBlocksPerSm>
+struct NbodyTuning {
+  static constexpr int threads_per_block = Threads;
+  static constexpr int bodies_per_thread = BodiesPerThread;
+  static constexpr int bodies_per_block = Threads * BodiesPerThread;  // bodies i per block
+  static constexpr int tile_bodies = Threads;  // each thread loads one body j of the tile
+  // A partial unroll: the fully unrolled 128-body tile would be ~7000 instructions (over
+  // 100 KB of code per loop trip), more than the instruction caches near the SM hold.
+  static constexpr int tile_unroll = Unroll;
+  static constexpr int min_blocks_per_sm = MinBlocksPerSm;  // 4 x 128 threads: at most 128 registers
+  static_assert(tile_bodies % tile_unroll == 0, "the unrolled loop must cover the tile exactly");
+};
 
-static_assert(tile_bodies % tile_unroll == 0, "the unrolled loop must cover the tile exactly");
+using Tuning = NbodyTuning<128, 4, 8, 4>;
 
 // 1/sqrt(x) as one MUFU.RSQ (about 2 ulp). x is a normal float here, so flushing denormals
 // changes nothing, and it saves the rescaling that plain rsqrtf() emits around it.
@@ -59,10 +64,12 @@ __device__ __forceinline__ void add_interaction(float3& acc, const float3& me, c
 // k = 0..3, so that loads and stores of neighbouring threads are neighbours in memory. With
 // `kAccumulate` the block adds its partial sums to d_accel (zeroed first) with atomics;
 // without it there is one split and it stores them.
-template <bool kAccumulate>
-__global__ void __launch_bounds__(threads_per_block, min_blocks_per_sm)
+template <class T, bool kAccumulate>
+__global__ void __launch_bounds__(T::threads_per_block, T::min_blocks_per_sm)
     nbody_register_tiled_kernel(const float4* __restrict__ pos_mass, int n, float softening2,
                                 float* __restrict__ accel, int j_per_split) {
+  constexpr int threads_per_block = T::threads_per_block, bodies_per_thread = T::bodies_per_thread;
+  constexpr int bodies_per_block = T::bodies_per_block, tile_bodies = T::tile_bodies;
   __shared__ float4 tile[tile_bodies];
 
   const int first_i = blockIdx.x * bodies_per_block + threadIdx.x;
@@ -84,7 +91,7 @@ __global__ void __launch_bounds__(threads_per_block, min_blocks_per_sm)
     tile[threadIdx.x] = j < j_end ? pos_mass[j] : make_float4(0.f, 0.f, 0.f, 0.f);
     __syncthreads();  // the tile is complete
 
-#pragma unroll tile_unroll
+#pragma unroll T::tile_unroll
     for (int jj = 0; jj < tile_bodies; ++jj) {
       const float4 other = tile[jj];  // the same address for the whole warp: a broadcast
 #pragma unroll
@@ -116,14 +123,15 @@ struct GpuShape {
   int blocks_per_sm = 1;
 };
 
+template <class T>
 const GpuShape& gpu_shape() {
   static const GpuShape shape = [] {
     GpuShape s;
     int device = 0;
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&s.sm_count, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm, nbody_register_tiled_kernel<true>,
-                                                  threads_per_block, 0);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm, nbody_register_tiled_kernel<T, true>,
+                                                  T::threads_per_block, 0);
     if (s.sm_count < 1) s.sm_count = 1;
     if (s.blocks_per_sm < 1) s.blocks_per_sm = 1;
     return s;
@@ -137,12 +145,13 @@ struct Grid {
   int j_per_split = 0;  // a multiple of the tile
 };
 
+template <class T>
 Grid grid_with_splits(int n, int wanted_splits) {
   Grid g;
-  g.i_blocks = (n + bodies_per_block - 1) / bodies_per_block;
-  const int tiles = (n + tile_bodies - 1) / tile_bodies;
+  g.i_blocks = (n + T::bodies_per_block - 1) / T::bodies_per_block;
+  const int tiles = (n + T::tile_bodies - 1) / T::tile_bodies;
   const int tiles_per_split = (tiles + wanted_splits - 1) / wanted_splits;
-  g.j_per_split = tiles_per_split * tile_bodies;
+  g.j_per_split = tiles_per_split * T::tile_bodies;
   g.splits = (n + g.j_per_split - 1) / g.j_per_split;  // no split left empty
   return g;
 }
@@ -152,18 +161,19 @@ Grid grid_with_splits(int n, int wanted_splits) {
 // that keep the grid within one wave, take the one with the least such work, and on a tie the
 // one with more blocks (more warps to hide latency). At n = 2^18 there are 512 groups of
 // bodies i and no split; at 2^14 only 32 groups, each split 16 ways: 512 blocks.
+template <class T>
 Grid choose_grid(int n) {
-  const GpuShape& gpu = gpu_shape();
+  const GpuShape& gpu = gpu_shape<T>();
   const int resident = gpu.sm_count * gpu.blocks_per_sm;
-  const int tiles = (n + tile_bodies - 1) / tile_bodies;
-  Grid best = grid_with_splits(n, 1);
+  const int tiles = (n + T::tile_bodies - 1) / T::tile_bodies;
+  Grid best = grid_with_splits<T>(n, 1);
   long long best_cost = -1;
   for (int wanted = 1; wanted <= tiles; ++wanted) {
-    const Grid g = grid_with_splits(n, wanted);
+    const Grid g = grid_with_splits<T>(n, wanted);
     const long long blocks = (long long)g.i_blocks * g.splits;
     if (blocks > resident && wanted > 1) break;  // past one wave (more splits only add blocks)
     const long long busiest_sm_blocks = (blocks + gpu.sm_count - 1) / gpu.sm_count;
-    const long long cost = busiest_sm_blocks * (g.j_per_split / tile_bodies);
+    const long long cost = busiest_sm_blocks * (g.j_per_split / T::tile_bodies);
     if (best_cost < 0 || cost < best_cost ||
         (cost == best_cost && blocks > (long long)best.i_blocks * best.splits)) {
       best = g;
@@ -173,19 +183,24 @@ Grid choose_grid(int n) {
   return best;
 }
 
-}  // namespace
-
-extern "C" void nbody_accel(const float4* d_pos_mass, int n, float softening2, float3* d_accel, cudaStream_t stream) {
-  if (n <= 0) return;
-  const Grid g = choose_grid(n);
+template <class T>
+void launch_nbody(const float4* d_pos_mass, int n, float softening2, float3* d_accel, cudaStream_t stream) {
+  const Grid g = choose_grid<T>(n);
   float* accel = reinterpret_cast<float*>(d_accel);
   if (g.splits == 1) {
-    nbody_register_tiled_kernel<false><<<g.i_blocks, threads_per_block, 0, stream>>>(d_pos_mass, n, softening2, accel,
-                                                                                     g.j_per_split);
+    nbody_register_tiled_kernel<T, false><<<g.i_blocks, T::threads_per_block, 0, stream>>>(d_pos_mass, n, softening2,
+                                                                                           accel, g.j_per_split);
     return;
   }
   cudaMemsetAsync(d_accel, 0, size_t(n) * sizeof(float3), stream);
   const dim3 grid(g.i_blocks, g.splits);
-  nbody_register_tiled_kernel<true><<<grid, threads_per_block, 0, stream>>>(d_pos_mass, n, softening2, accel,
-                                                                            g.j_per_split);
+  nbody_register_tiled_kernel<T, true><<<grid, T::threads_per_block, 0, stream>>>(d_pos_mass, n, softening2, accel,
+                                                                                  g.j_per_split);
+}
+
+}  // namespace
+
+extern "C" void nbody_accel(const float4* d_pos_mass, int n, float softening2, float3* d_accel, cudaStream_t stream) {
+  if (n <= 0) return;
+  launch_nbody<Tuning>(d_pos_mass, n, softening2, d_accel, stream);
 }
