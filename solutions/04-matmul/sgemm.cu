@@ -2,28 +2,31 @@
 // chapter's register blocking.
 //
 // Over the chapter's tiled kernel (one output per thread, 32x32 tiles) and the classic
-// register-blocked kernel (8x8 outputs per thread, 256 threads), it changes four things:
-//  1. Warp tiling: each warp owns a 64x64 patch of the block's 128x128 tile, and each lane a
-//     16x8 patch of it (4x2 quadrants of 4x4, 16 rows and 32 columns apart), so per k a
-//     lane reads 6 float4 from shared memory (LDS.128) and feeds 128 FMAs with them: 95.5% of
-//     the issued instructions are FFMA against 94% for 8x8, and half as many threads per
-//     output keep the warp's shared-memory reads at one wavefront each (A: 4 distinct float4,
-//     broadcast; B: 8 distinct float4, 128 contiguous bytes).
-//  2. Global loads go straight to shared memory with cp.async, three stages deep: two tiles
-//     are in flight while the third is multiplied, with no registers spent on staging (the
-//     16x8 patch needs 128 accumulators) and one barrier per tile.
+// register-blocked kernel (8x8 outputs per thread, 256 threads, the next tile prefetched
+// through registers: this file's previous version, 78-80% of cuBLAS), it changes four things:
+//  1. Warp tiling: each of the block's 4 warps owns a 128x32 slice of its 128x128 tile, and
+//     each lane a 16x8 patch of it (4x2 quadrants of 4x4, 32 rows and 16 columns apart). Per
+//     k a lane reads 6 float4 from shared memory (LDS.128) and feeds 128 FMAs with them:
+//     95.5% of the issued instructions are FFMA (8x8: 94%), and shared memory serves a quarter
+//     fewer loads per FMA (6 per 128 against 4 per 64). Each warp read is 8 distinct
+//     float4 of A (128 contiguous bytes) or 4 of B, broadcast to the other lanes.
+//  2. Global loads go straight to shared memory with cp.async, four stages of depth 8 deep:
+//     three tiles are in flight while the fourth is multiplied, with no registers spent on
+//     staging (the 16x8 patch needs 128 accumulators; the kernel uses 231 registers, two
+//     blocks per SM) and one barrier per tile.
 //  3. A is stored transposed (As[k][row]) by 4-byte cp.async, lanes mapped so that 8 lanes
-//     read one 32-byte sector of a row of A and the 32 stores land in 32 different banks;
+//     read one 32-byte sector of a row of A and the warp's 32 stores hit 32 different banks;
 //     B's rows are copied 16 bytes at a time.
 //  4. The block grid walks down groups of 8 block rows before moving right, so the blocks
 //     resident together share columns of B in L2.
 // Shapes whose edges do not fill a tile, or whose rows are not 16-byte aligned, take the same
 // kernel with every copy bounds-checked (cp.async's zero fill past the matrix) and checked
-// stores. Small problems, where 128x128 tiles would leave SMs idle, use 64x64-output warps in
-// 64x128 blocks.
-// H100 SXM (measured in one run of labs/04-matmul/bench_sgemm.cu, see grading/notes/):
-//   see the numbers in the notes; the classic 8x8 kernel this replaces: 4096^3 at 80.1% of
-//   cublasSgemm, 1024x2048x512 at 72.2%.
+// stores. Problems that give fewer 128x128 tiles than there are SMs (1024x2048: 128 tiles for
+// 132 SMs) use 64x128 blocks with an 8x8 patch per lane and depth 16 instead.
+// H100 SXM, same process as cublasSgemm FP32 (grading/notes/issue22): 4096^3 at 90.4-90.6% of
+// cuBLAS (the same lanes in 64x64 warps: 88.5-88.9%; depth 16: spills, 84%;
+// 128x256 or 256x128 blocks of 256 threads, one per SM: 80-83%), 8192^3 91.1%, 2048^3 91.8%,
+// 1024x2048x512 92% (99% in the lab's benchmark, which flushes L2 before every call).
 #include "sgemm.h"
 
 #include <cstdint>
@@ -72,9 +75,10 @@ struct SgemmTiling {
   static_assert(stages >= 2, "a pipeline needs a stage to fill while another is read");
 };
 
-// 4096^3 and other large problems: 128 threads, 16x8 per lane, two blocks per SM. Depth 8
-// and four stages: depth 16 needs 16 copies of A per thread and spills at 255 registers.
-using LargeTiling = SgemmTiling<128, 128, 8, 64, 64, 16, 8, 4, 2>;
+// 4096^3 and other large problems: 128 threads, 16x8 per lane in 128x32 warp slices, two
+// blocks per SM. Depth 8 and four stages: depth 16 needs 16 copies of A per thread and
+// spills at 255 registers; 3 or 6 stages measured 1.5-2% slower.
+using LargeTiling = SgemmTiling<128, 128, 8, 128, 32, 16, 8, 4, 2>;
 // Problems too small to give every SM two 128x128 tiles: 64x128 blocks of 8x8 per lane.
 using SmallTiling = SgemmTiling<64, 128, 16, 32, 64, 8, 8, 3, 3>;
 
@@ -163,8 +167,8 @@ __device__ __forceinline__ void copy_tile(const Problem& p, int2 origin, int k0,
   }
 }
 
-// Where this lane's patch starts inside the block tile: its warp's 64x64 (or 32x64) patch,
-// then 4 rows and 4 columns per lane, lanes_across lanes along a row of the warp.
+// Where this lane's patch starts inside the block tile: its warp's slice (128x32, or 32x64
+// for the small tiling), then 4 rows and 4 columns per lane, lanes_across lanes along a row.
 template <class T>
 __device__ __forceinline__ int2 lane_origin() {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

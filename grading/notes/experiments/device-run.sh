@@ -27,6 +27,6 @@ smi=$!
 kill $smi
 echo "SM clocks seen (MHz, count):"; cut -d, -f1 "$out/clocks.csv" | sort | uniq -c | sort -k2 -n | tail -6
 cuobjdump -sass /tmp/exp/sgemm_variants >/tmp/exp/sgemm.sass 2>/dev/null
-grep -A3000 "Function : .*sgemm_warp_tiled_kernelINS_12SgemmTilingILi128ELi128ELi8ELi64ELi64ELi8ELi16ELi4ELi2ELi8EEELb0E" /tmp/exp/sgemm.sass | head -3000 >"$out/sgemm_8x16.sass"
+grep -A3000 "Function : .*sgemm_warp_tiled_kernelINS_12SgemmTilingILi128ELi128ELi8ELi128ELi32ELi16ELi8ELi4ELi2ELi8EEELb0E" /tmp/exp/sgemm.sass | head -3000 >"$out/sgemm_16x8_w128x32.sass"
 [[ -n "$builder" ]] && wait $builder && cat /tmp/exp/labs-build.log
 [[ $# -gt 0 ]] && LABS="$labs" BENCH=1 TAIL="${TAIL:-40}" bash grading/gpu-run.sh "$@"
