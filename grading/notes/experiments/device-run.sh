@@ -20,13 +20,12 @@ nvcc -O3 -std=c++17 -arch=sm_90 -Ilabs/04-matmul -Iharness/include "$exp/sgemm_v
 sgemm_build=$!
 [[ -n "${NBODY:-}" ]] && nvcc -O3 -std=c++17 -arch=sm_90 -Ilabs/08-nbody "$exp/nbody_variants.cu" -o /tmp/exp/nbody_variants 2>&1 | grep error
 wait $sgemm_build || cat /tmp/exp/sgemm-build.log
-nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader -lms 250 >"$out/clocks.csv" 2>&1 &
+nvidia-smi --query-gpu=clocks.sm,power.draw --format=csv,noheader -lms 250 >/tmp/exp/clocks.csv 2>&1 &
 smi=$!
 [[ -x /tmp/exp/nbody_variants ]] && /tmp/exp/nbody_variants 2>&1 | tee "$out/nbody_variants.log"
 [[ -x /tmp/exp/sgemm_variants ]] && /tmp/exp/sgemm_variants 2>&1 | tee "$out/sgemm_variants.log"
 kill $smi
-echo "SM clocks seen (MHz, count):"; cut -d, -f1 "$out/clocks.csv" | sort | uniq -c | sort -k2 -n | tail -6
-cuobjdump -sass /tmp/exp/sgemm_variants >/tmp/exp/sgemm.sass 2>/dev/null
-grep -A3000 "Function : .*sgemm_warp_tiled_kernelINS_12SgemmTilingILi128ELi128ELi8ELi128ELi32ELi16ELi8ELi4ELi2ELi8EEELb0E" /tmp/exp/sgemm.sass | head -3000 >"$out/sgemm_16x8_w128x32.sass"
+echo "SM clocks seen (MHz, count):"; cut -d, -f1 /tmp/exp/clocks.csv | sort | uniq -c | sort -k2 -n | tail -6
 [[ -n "$builder" ]] && wait $builder && cat /tmp/exp/labs-build.log
 [[ $# -gt 0 ]] && LABS="$labs" BENCH=1 TAIL="${TAIL:-40}" bash grading/gpu-run.sh "$@"
+rm -f "$out/ninja.log"
