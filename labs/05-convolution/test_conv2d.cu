@@ -4,7 +4,6 @@
 #include "conv2d.h"
 
 #include <labkit/lab.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -22,7 +21,7 @@ struct Shape {
   int rows = 0, cols = 0, filter_size = 0;
   int half() const { return filter_size / 2; }
   size_t pixels() const { return size_t(rows) * size_t(cols); }
-  size_t taps() const { return size_t(filter_size) * size_t(filter_size); }
+  LABKIT_HOST_DEVICE size_t taps() const { return size_t(filter_size) * size_t(filter_size); }
 };
 
 // `n` is the dataset's size field: the number of columns.
@@ -96,7 +95,7 @@ PixelSum correlate_at(const Shape& s, const std::vector<float>& image, const std
 // cover the expected value's own rounding to float, and two more the tolerance's; K * FLT_MIN
 // covers products that fall below the normal range and are flushed to zero. A wrong term
 // (clamped instead of zero, flipped, missing) costs about |x * f|, far above this.
-float tolerance_for(const Shape& s, double magnitude) {
+LABKIT_HOST_DEVICE float tolerance_for(const Shape& s, double magnitude) {
   constexpr double u = 0x1.0p-24;
   const double k = double(s.taps());
   return float((k + 4) * u * magnitude + k * FLT_MIN);
@@ -308,30 +307,63 @@ void check_conv2d(const Case& c) {
 
 // ---- performance --------------------------------------------------------------------------
 
-// Images and filters of the same kind and size; before each timed call one pair, at random,
-// is copied into the buffers the call reads (labkit/variants.h). The filter changes too, so a
-// filter kept in constant memory from an earlier call gives a wrong answer.
-struct PerfInputs {
-  PerfInputs(const Case& c, const Shape& s) : PerfInputs(s, images(c, s), filters(c, s)) {}
-  PerfInputs(const Shape& s, const std::vector<std::vector<float>>& images,
-             const std::vector<std::vector<float>>& filters)
-      : image(images), filter(filters) {
-    for (size_t v = 0; v < images.size(); ++v) expected.push_back(work_out(s, images[v], filters[v]));
+// make_filter's kinds as the spec of a filter drawn on the GPU: `random` uniform in [-1, 1],
+// `box` all_same in [c, c] for c = 1 / filter_size^2, the same filter whatever the seed.
+labkit::InputSpec filter_spec(const Case& c, const Shape& s) {
+  const std::string kind = c.has("filter") ? c.params.at("filter") : "random";
+  if (kind == "box") {
+    const double coefficient = 1.f / float(s.taps());
+    return {labkit::Distribution::all_same, 0, coefficient, coefficient};
   }
-  static std::vector<std::vector<float>> images(const Case& c, const Shape& s) {
-    std::vector<std::vector<float>> hosts;
-    for (int v = 0; v < labkit::input_variants; ++v) hosts.push_back(make_image(c, s, uint64_t(v)));
-    return hosts;
+  if (kind != "random") throw std::invalid_argument("case " + c.name + ": unknown filter '" + kind + "'");
+  return {labkit::Distribution::uniform, 0, -1.0, 1.0};
+}
+
+// work_out on the GPU, one thread per pixel: correlate_at's sum with zero padding in double,
+// and the tolerance it earns.
+__global__ void expected_conv2d_kernel(const float* image, const float* filter, const Shape s, float* value,
+                                       float* tolerance) {
+  const size_t index = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (index >= size_t(s.rows) * size_t(s.cols)) return;
+  const int row = int(index / size_t(s.cols)), col = int(index % size_t(s.cols));
+  const int h = s.filter_size / 2, fs = s.filter_size;
+  double sum = 0, magnitude = 0;
+  for (int i = 0; i < fs; ++i) {
+    const int y = row + i - h;
+    if (y < 0 || y >= s.rows) continue;
+    for (int j = 0; j < fs; ++j) {
+      const int x = col + j - h;
+      if (x < 0 || x >= s.cols) continue;
+      const double term = double(image[size_t(y) * s.cols + x]) * double(filter[size_t(i) * fs + j]);
+      sum += term;
+      magnitude += fabs(term);
+    }
   }
-  static std::vector<std::vector<float>> filters(const Case& c, const Shape& s) {
-    std::vector<std::vector<float>> hosts;
-    for (int v = 0; v < labkit::input_variants; ++v) hosts.push_back(make_filter(c, s, uint64_t(v)));
-    return hosts;
+  value[index] = float(sum);
+  tolerance[index] = tolerance_for(s, magnitude);
+}
+
+// A timed call's buffers: an image and a filter drawn afresh for every call
+// (labkit/fresh_input.h; a filter kept in constant memory from an earlier call gives a wrong
+// answer), the output it writes, and the expected output for the same input.
+struct PerfBuffers {
+  PerfBuffers(const Case& c, const Shape& s)
+      : shape(s), image(s.pixels(), c.input), filter(s.taps(), filter_spec(c, s)), out(s.pixels()),
+        expected_value(s.pixels()), expected_tolerance(s.pixels()) {}
+
+  // What the checks compare the collected output with, worked out on the GPU from the drawn
+  // image and filter.
+  Expected expected() {
+    expected_conv2d_kernel<<<unsigned((shape.pixels() + 255) / 256), 256>>>(
+        image.drawn(), filter.drawn(), shape, expected_value.data(), expected_tolerance.data());
+    CUDA_CHECK_KERNELS(nullptr);
+    return {expected_value.download(), expected_tolerance.download()};
   }
 
-  labkit::VariantBuffer<float> image, filter;
-  std::vector<Expected> expected;
-  int current = 0;
+  Shape shape;
+  labkit::FreshInput<float> image, filter;
+  labkit::TimedOutput<float> out;
+  DeviceBuffer<float> expected_value, expected_tolerance;
 };
 
 std::string check_performance_output(const Shape& s, const Expected& expected, const std::vector<float>& actual) {
@@ -339,18 +371,13 @@ std::string check_performance_output(const Shape& s, const Expected& expected, c
   return comparison.describe([&s](size_t i) { return location(s, i); });
 }
 
-labkit::PerfSubject perf_subject(labkit::Function<decltype(conv2d)> fn, const Shape& s, PerfInputs& inputs,
-                                 DeviceBuffer<float>& out) {
-  return {{[fn, s, &inputs, &out](cudaStream_t stream) {
-             fn(inputs.image.data(), s.rows, s.cols, inputs.filter.data(), s.filter_size, out.data(), stream);
-           },
-           [&inputs, &out](int sample) {
-             inputs.current = labkit::pick_variant(sample, inputs.image.count());
-             inputs.image.load(inputs.current);
-             inputs.filter.load(inputs.current);
-             out.poison();
-           }},
-          [s, &inputs, &out] { return check_performance_output(s, inputs.expected[inputs.current], out.download()); }};
+labkit::PerfSubject perf_subject(labkit::Function<decltype(conv2d)> fn, PerfBuffers& b) {
+  return {labkit::timed_call([fn, &b](cudaStream_t stream) {
+                               const Shape& s = b.shape;
+                               fn(b.image.data(), s.rows, s.cols, b.filter.data(), s.filter_size, b.out.data(), stream);
+                             },
+                             {&b.image, &b.filter}, {&b.out}),
+          [&b] { return check_performance_output(b.shape, b.expected(), b.out.collected()); }};
 }
 
 // A 2-D filter reads each input pixel and writes each output pixel once (the halo's second
@@ -373,11 +400,10 @@ TEST_SUITE("performance") {
       SUBCASE(c.name.c_str()) {
         if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
         const Shape s = shape_of(c);
-        PerfInputs inputs(c, s);
-        DeviceBuffer<float> out(s.pixels());
-        labkit::measure_performance(
-            c, bytes_moved(s), perf_subject(labkit::student<decltype(conv2d)>("conv2d"), s, inputs, out),
-            perf_subject(labkit::reference<decltype(conv2d)>("conv2d"), s, inputs, out));
+        PerfBuffers buffers(c, s);
+        labkit::measure_performance(c, bytes_moved(s),
+                                    perf_subject(labkit::student<decltype(conv2d)>("conv2d"), buffers),
+                                    perf_subject(labkit::reference<decltype(conv2d)>("conv2d"), buffers));
       }
     }
   }

@@ -4,7 +4,6 @@
 #include "scan.h"
 
 #include <labkit/lab.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -224,33 +223,44 @@ void check_scan(const Case& c) {
 
 // ---- performance ------------------------------------------------------------------------
 
-// Inputs of the same distribution and size; before each timed call one of them, at
-// random, is copied into the buffer the call reads (labkit/variants.h).
-struct PerfInputs {
-  explicit PerfInputs(const Case& c) : device(generate_variants(c)) {}
-
-  std::vector<Values> generate_variants(const Case& c) {
-    std::vector<Values> hosts;
-    for (int variant = 0; variant < labkit::input_variants; ++variant) {
-      hosts.push_back(make_input(c, uint64_t(variant)));
-      expected.push_back(cpu_inclusive_scan(hosts.back()));
-    }
-    return hosts;
+// make_input's `alternating_signs` on the GPU: |x| at even indices, -|x| at odd ones.
+__global__ void alternate_signs_kernel(int32_t* values, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const int64_t magnitude = llabs(int64_t(values[i]));  // int64: |INT32_MIN| does not fit an int32
+    values[i] = int32_t(uint32_t(i % 2 == 0 ? magnitude : -magnitude));
   }
-  std::vector<Values> expected;
-  labkit::VariantBuffer<int32_t> device;
-  int current = 0;
+}
+
+// make_input(c) with `seed` for the case's, drawn on the GPU: the same data for the same seed.
+void draw_input(const Case& c, int32_t* out, uint64_t seed, cudaStream_t stream) {
+  labkit::InputSpec spec = c.input;
+  spec.seed = seed;
+  labkit::generate_on_device(out, c.n, spec, stream);
+  if (c.n > 0 && c.has("pattern") && c.params.at("pattern") == "alternating_signs") {
+    alternate_signs_kernel<<<unsigned(std::min<size_t>((c.n + 255) / 256, 4096)), 256, 0, stream>>>(out, c.n);
+    CUDA_CHECK(cudaGetLastError());
+  }
+}
+
+// A timed call's buffers: an input of the case's shape drawn afresh for every call
+// (labkit/fresh_input.h), the scan it writes, and the reference's scan of the same input.
+struct PerfBuffers {
+  explicit PerfBuffers(const Case& c)
+      : input(c.n, [&c](int32_t* out, uint64_t seed, cudaStream_t stream) { draw_input(c, out, seed, stream); }),
+        out(c.n), expected(c.n) {}
+  labkit::FreshInput<int32_t> input;
+  labkit::TimedOutput<int32_t> out;
+  DeviceBuffer<int32_t> expected;
 };
 
-labkit::PerfSubject perf_subject(labkit::Function<decltype(inclusive_scan)> fn, const Case& c, PerfInputs& inputs,
-                                 DeviceBuffer<int32_t>& out) {
-  return {{[fn, &c, &inputs, &out](cudaStream_t stream) { fn(inputs.device.data(), c.n, out.data(), stream); },
-           [&inputs, &out](int sample) {
-             inputs.current = labkit::pick_variant(sample, inputs.device.count());
-             inputs.device.load(inputs.current);
-             out.poison();
-           }},
-          [&inputs, &out] { return labkit::compare_exact(inputs.expected[inputs.current], out.download()).describe(); }};
+labkit::PerfSubject perf_subject(labkit::Function<decltype(inclusive_scan)> fn, const Case& c, PerfBuffers& b) {
+  return {labkit::timed_call([fn, &c, &b](cudaStream_t stream) { fn(b.input.data(), c.n, b.out.data(), stream); },
+                             {&b.input}, {&b.out}),
+          [&c, &b] {
+            labkit::reference<decltype(inclusive_scan)>("inclusive_scan")(b.input.drawn(), c.n, b.expected.data(),
+                                                                          nullptr);
+            return labkit::compare_exact(b.expected.download(), b.out.collected()).describe();
+          }};
 }
 
 }  // namespace
@@ -268,13 +278,11 @@ TEST_SUITE("performance") {
     for (const Case& c : labkit::dataset().performance) {
       SUBCASE(c.name.c_str()) {
         if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfInputs inputs(c);
-        DeviceBuffer<int32_t> out(c.n);
+        PerfBuffers buffers(c);
         const double bytes_moved = 2.0 * sizeof(int32_t) * double(c.n);  // read n, write n
         labkit::measure_performance(
-            c, bytes_moved,
-            perf_subject(labkit::student<decltype(inclusive_scan)>("inclusive_scan"), c, inputs, out),
-            perf_subject(labkit::reference<decltype(inclusive_scan)>("inclusive_scan"), c, inputs, out));
+            c, bytes_moved, perf_subject(labkit::student<decltype(inclusive_scan)>("inclusive_scan"), c, buffers),
+            perf_subject(labkit::reference<decltype(inclusive_scan)>("inclusive_scan"), c, buffers));
       }
     }
   }

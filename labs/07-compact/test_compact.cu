@@ -5,7 +5,6 @@
 #include "compact.h"
 
 #include <labkit/lab.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <cmath>
@@ -394,81 +393,113 @@ void check_case(const Case& c) {
 
 // ---- performance ------------------------------------------------------------------------
 
-// Inputs of the same distribution and size; before each timed call one of them, at
-// random, is copied into the buffer the call reads (labkit/variants.h).
-struct PerfInputs {
-  PerfInputs(const Case& c, bool split) : device(generate_variants(c, split)) {}
-
-  std::vector<Floats> generate_variants(const Case& c, bool split) {
-    std::vector<Floats> hosts;
-    for (int variant = 0; variant < labkit::input_variants; ++variant) {
-      hosts.push_back(make_input(c, uint64_t(variant)));
-      const Bits in = to_bits(hosts.back());
-      expected.push_back(split ? split_by(in, contract_positive) : select(in, contract_positive).kept);
-    }
-    return hosts;
-  }
-  size_t mean_kept() const {
-    size_t sum = 0;
-    for (const Bits& e : expected) sum += e.size();
-    return sum / expected.size();
-  }
-  std::vector<Bits> expected;  // the compacted (or split) output of each variant
-  labkit::VariantBuffer<float> device;
-  int current = 0;
+// make_input's patterns on the GPU. The special values travel with the launch.
+enum class Pattern { none, alternating, specials };
+struct SpecialValues {
+  uint32_t bits[special_count];
 };
 
-// Picks a variant, loads it and poisons the outputs: the untimed step before every sample.
-std::function<void(int)> prepare(PerfInputs& inputs, DeviceBuffer<float>& out, DeviceBuffer<size_t>* count) {
-  return [&inputs, &out, count](int sample) {
-    inputs.current = labkit::pick_variant(sample, inputs.device.count());
-    inputs.device.load(inputs.current);
-    out.poison();
-    if (count != nullptr) count->poison();
-  };
+__global__ void apply_pattern_kernel(float* values, size_t n, Pattern pattern, uint64_t seed,
+                                     const SpecialValues specials) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    if (pattern == Pattern::alternating) values[i] = i % 2 == 0 ? fabsf(values[i]) : -fabsf(values[i]);
+    if (pattern == Pattern::specials) {
+      const uint64_t bits = labkit::splitmix64(seed * 0x9E3779B97F4A7C15ull + i);
+      if (bits % 4 == 0) values[i] = __uint_as_float(specials.bits[(bits >> 8) % special_count]);
+    }
+  }
 }
 
-labkit::PerfSubject compact_subject(labkit::Function<decltype(compact_positive)> fn, const Case& c,
-                                    PerfInputs& inputs, DeviceBuffer<float>& out, DeviceBuffer<size_t>& count) {
-  return {{[fn, &c, &inputs, &out, &count](cudaStream_t stream) {
-             fn(inputs.device.data(), c.n, out.data(), count.data(), stream);
-           },
-           prepare(inputs, out, &count)},
-          [&inputs, &out, &count]() -> std::string {
-            const Bits& expected = inputs.expected[inputs.current];
-            const size_t got = count.download()[0];
-            if (got != expected.size())
-              return "*d_count is " + std::to_string(got) + ", expected " + std::to_string(expected.size());
-            Bits actual = to_bits(out.download());
-            actual.resize(expected.size());
-            return labkit::compare_exact(expected, actual).describe();
+// make_input(c) with `seed` for the case's, drawn on the GPU: the same data for the same seed.
+void draw_input(const Case& c, float* out, uint64_t seed, cudaStream_t stream) {
+  labkit::InputSpec spec = c.input;
+  spec.seed = seed;
+  labkit::generate_on_device(out, c.n, spec, stream);
+  const std::string name = c.has("pattern") ? c.params.at("pattern") : "";
+  const Pattern pattern = name == "alternating" ? Pattern::alternating
+                          : name == "specials"  ? Pattern::specials
+                                                : Pattern::none;
+  if (c.n == 0 || pattern == Pattern::none) return;
+  SpecialValues specials;
+  std::copy(std::begin(special_values), std::end(special_values), specials.bits);
+  apply_pattern_kernel<<<unsigned(std::min<size_t>((c.n + 255) / 256, 4096)), 256, 0, stream>>>(out, c.n, pattern,
+                                                                                                 seed, specials);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// A timed call's buffers: an input of the case's shape drawn afresh for every call
+// (labkit/fresh_input.h), what the call writes (the count only for compact_positive), and
+// the reference's output for the same input.
+struct PerfBuffers {
+  explicit PerfBuffers(const Case& c)
+      : input(c.n, [&c](float* out, uint64_t seed, cudaStream_t stream) { draw_input(c, out, seed, stream); }),
+        out(c.n), count(1), expected(c.n), expected_count(1) {}
+  labkit::FreshInput<float> input;
+  labkit::TimedOutput<float> out;
+  labkit::TimedOutput<size_t> count;
+  DeviceBuffer<float> expected;
+  DeviceBuffer<size_t> expected_count;
+};
+
+// d_values[0..count) as bits: only the compacted part is compared.
+Bits download_bits(const float* d_values, size_t count) {
+  Bits bits(count);
+  if (count > 0) CUDA_CHECK(cudaMemcpy(bits.data(), d_values, count * sizeof(float), cudaMemcpyDeviceToHost));
+  return bits;
+}
+
+labkit::PerfSubject compact_subject(labkit::Function<decltype(compact_positive)> fn, const Case& c, PerfBuffers& b) {
+  return {labkit::timed_call([fn, &c, &b](cudaStream_t stream) {
+                               fn(b.input.data(), c.n, b.out.data(), b.count.data(), stream);
+                             },
+                             {&b.input}, {&b.out, &b.count}),
+          [&c, &b]() -> std::string {
+            labkit::reference<decltype(compact_positive)>("compact_positive")(
+                b.input.drawn(), c.n, b.expected.data(), b.expected_count.data(), nullptr);
+            const size_t expected_count = b.expected_count.download()[0];
+            const size_t got = b.count.collected()[0];
+            if (got != expected_count)
+              return "*d_count is " + std::to_string(got) + ", expected " + std::to_string(expected_count);
+            return labkit::compare_exact(download_bits(b.expected.data(), expected_count),
+                                         download_bits(b.out.collected_data(), expected_count))
+                .describe();
           }};
 }
 
-labkit::PerfSubject split_subject(labkit::Function<decltype(split_positive)> fn, const Case& c, PerfInputs& inputs,
-                                  DeviceBuffer<float>& out) {
-  return {{[fn, &c, &inputs, &out](cudaStream_t stream) { fn(inputs.device.data(), c.n, out.data(), stream); },
-           prepare(inputs, out, nullptr)},
-          [&inputs, &out] { return labkit::compare_exact(inputs.expected[inputs.current], to_bits(out.download())).describe(); }};
+labkit::PerfSubject split_subject(labkit::Function<decltype(split_positive)> fn, const Case& c, PerfBuffers& b) {
+  return {labkit::timed_call([fn, &c, &b](cudaStream_t stream) { fn(b.input.data(), c.n, b.out.data(), stream); },
+                             {&b.input}, {&b.out}),
+          [&c, &b] {
+            labkit::reference<decltype(split_positive)>("split_positive")(b.input.drawn(), c.n, b.expected.data(),
+                                                                          nullptr);
+            return labkit::compare_exact(to_bits(b.expected.download()), to_bits(b.out.collected())).describe();
+          }};
+}
+
+// How many elements the case's own input (its public seed) keeps: the bytes a compaction
+// writes, for the memory floor.
+size_t kept_by_case_input(const Case& c, PerfBuffers& b) {
+  DeviceBuffer<float> input(c.n);
+  draw_input(c, input.data(), c.input.seed, nullptr);
+  labkit::reference<decltype(compact_positive)>("compact_positive")(input.data(), c.n, b.expected.data(),
+                                                                    b.expected_count.data(), nullptr);
+  return b.expected_count.download()[0];
 }
 
 void measure_case(const Case& c) {
-  const bool split = is_split_case(c);
-  PerfInputs inputs(c, split);
-  DeviceBuffer<float> out(c.n);
-  if (split) {
+  PerfBuffers buffers(c);
+  if (is_split_case(c)) {
     const double bytes_moved = 2.0 * sizeof(float) * double(c.n);  // read n, write n
-    labkit::measure_performance(c, bytes_moved,
-                                split_subject(labkit::student<decltype(split_positive)>("split_positive"), c, inputs, out),
-                                split_subject(labkit::reference<decltype(split_positive)>("split_positive"), c, inputs, out));
+    labkit::measure_performance(
+        c, bytes_moved, split_subject(labkit::student<decltype(split_positive)>("split_positive"), c, buffers),
+        split_subject(labkit::reference<decltype(split_positive)>("split_positive"), c, buffers));
     return;
   }
-  DeviceBuffer<size_t> count(1);
-  const double bytes_moved = sizeof(float) * (double(c.n) + double(inputs.mean_kept()));  // read n, write count
+  // Read n, write what the case's own input keeps.
+  const double bytes_moved = sizeof(float) * (double(c.n) + double(kept_by_case_input(c, buffers)));
   labkit::measure_performance(
-      c, bytes_moved,
-      compact_subject(labkit::student<decltype(compact_positive)>("compact_positive"), c, inputs, out, count),
-      compact_subject(labkit::reference<decltype(compact_positive)>("compact_positive"), c, inputs, out, count));
+      c, bytes_moved, compact_subject(labkit::student<decltype(compact_positive)>("compact_positive"), c, buffers),
+      compact_subject(labkit::reference<decltype(compact_positive)>("compact_positive"), c, buffers));
 }
 
 }  // namespace

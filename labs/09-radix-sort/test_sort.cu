@@ -4,7 +4,6 @@
 #include "sort.h"
 
 #include <labkit/lab.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <functional>
@@ -280,31 +279,22 @@ void check_sort(const Case& c) {
 
 // ---- performance ------------------------------------------------------------------------
 
-// Inputs of the same distribution and size; before each timed call one of them, at random,
-// is copied into the buffer that the call sorts in place (labkit/variants.h).
-struct PerfInputs {
-  explicit PerfInputs(const Case& c) : device(generate_variants(c)) {}
+// make_input's `single_bit` on the GPU: each value v becomes 1 << (v % 32).
+__global__ void single_bit_kernel(uint32_t* keys, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    keys[i] = 1u << (keys[i] % 32);
+}
 
-  std::vector<Keys> generate_variants(const Case& c) {
-    std::vector<Keys> hosts;
-    for (int variant = 0; variant < labkit::input_variants; ++variant) {
-      hosts.push_back(make_input(c, uint64_t(variant)));
-      expected.push_back(cpu_sort(hosts.back()));
-    }
-    return hosts;
+// make_input(c) with `seed` for the case's, drawn on the GPU: the same keys for the same seed.
+void draw_input(const Case& c, uint32_t* out, uint64_t seed, cudaStream_t stream) {
+  labkit::InputSpec spec = c.input;
+  spec.seed = seed;
+  labkit::generate_on_device(out, c.n, spec, stream);
+  if (c.n > 0 && c.has("pattern") && c.params.at("pattern") == "single_bit") {
+    single_bit_kernel<<<unsigned(std::min<size_t>((c.n + 255) / 256, 4096)), 256, 0, stream>>>(out, c.n);
+    CUDA_CHECK(cudaGetLastError());
   }
-  // The live buffer after a call: the call sorts it in place, and the next sample's load
-  // overwrites it with unsorted keys again.
-  Keys sorted() {
-    Keys keys(device.size());
-    CUDA_CHECK(cudaMemcpy(keys.data(), device.data(), keys.size() * sizeof(uint32_t), cudaMemcpyDeviceToHost));
-    return keys;
-  }
-
-  std::vector<Keys> expected;
-  labkit::VariantBuffer<uint32_t> device;
-  int current = 0;
-};
+}
 
 // One side's temporary storage, of the size that side asked for.
 struct PerfTemp {
@@ -312,17 +302,43 @@ struct PerfTemp {
   DeviceBuffer<uint8_t> buffer;
 };
 
-labkit::PerfSubject perf_subject(labkit::Function<decltype(radix_sort)> fn, const Case& c, PerfInputs& inputs,
+PerfTemp reference_temp(size_t n) {
+  const size_t bytes = labkit::reference<decltype(radix_sort_temp_bytes)>("radix_sort_temp_bytes")(n);
+  return {bytes, DeviceBuffer<uint8_t>(bytes)};
+}
+
+// A timed call's buffers: keys of the case's shape drawn afresh for every call
+// (labkit/fresh_input.h), which the call sorts in place, and the checks' own copy of them,
+// sorted by the reference in storage of its own.
+struct PerfBuffers {
+  explicit PerfBuffers(const Case& c)
+      : keys(c.n, [&c](uint32_t* out, uint64_t seed, cudaStream_t stream) { draw_input(c, out, seed, stream); }),
+        expected(c.n), expected_temp(reference_temp(c.n)) {}
+
+  // The drawn keys, sorted by the reference.
+  Keys sorted_by_reference() {
+    labkit::copy_on_device(expected.data(), keys.drawn(), expected.bytes(), expected.device());
+    labkit::reference<decltype(radix_sort)>("radix_sort")(expected.data(), expected.size(),
+                                                          expected_temp.buffer.data(), expected_temp.bytes, nullptr);
+    return expected.download();
+  }
+
+  labkit::FreshInput<uint32_t> keys;
+  DeviceBuffer<uint32_t> expected;
+  PerfTemp expected_temp;
+};
+
+labkit::PerfSubject perf_subject(labkit::Function<decltype(radix_sort)> fn, const Case& c, PerfBuffers& b,
                                  PerfTemp& temp) {
-  return {{[fn, &c, &inputs, &temp](cudaStream_t stream) {
-             fn(inputs.device.data(), c.n, temp.buffer.data(), temp.bytes, stream);
-           },
-           [&inputs, &temp](int sample) {
-             inputs.current = labkit::pick_variant(sample, inputs.device.count());
-             inputs.device.load(inputs.current);  // the unsorted keys again
-             temp.buffer.poison();
-           }},
-          [&inputs] { return labkit::compare_exact(inputs.expected[inputs.current], inputs.sorted()).describe(); }};
+  // In place: the keys are the call's input and its output.
+  labkit::TimedCall call = labkit::timed_call(
+      [fn, &c, &b, &temp](cudaStream_t stream) { fn(b.keys.data(), c.n, temp.buffer.data(), temp.bytes, stream); },
+      {&b.keys}, {&b.keys});
+  call.prepare = [draw = call.prepare, &temp](int sample) {
+    draw(sample);
+    temp.buffer.poison();  // the contract's garbage on entry
+  };
+  return {call, [&b] { return labkit::compare_exact(b.sorted_by_reference(), b.keys.collected()).describe(); }};
 }
 
 }  // namespace
@@ -340,19 +356,18 @@ TEST_SUITE("performance") {
     for (const Case& c : labkit::dataset().performance) {
       SUBCASE(c.name.c_str()) {
         if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfInputs inputs(c);
+        PerfBuffers buffers(c);
         const size_t student_bytes = query_temp_bytes(c.n);
         if (student_bytes > max_temp_bytes(c.n))
           throw std::runtime_error("radix_sort_temp_bytes asked for more than 8 x n + 64 MiB bytes");
         PerfTemp student_temp{student_bytes, DeviceBuffer<uint8_t>(student_bytes)};
-        const size_t reference_bytes = labkit::reference<decltype(radix_sort_temp_bytes)>("radix_sort_temp_bytes")(c.n);
-        PerfTemp reference_temp{reference_bytes, DeviceBuffer<uint8_t>(reference_bytes)};
+        PerfTemp reference_side_temp = reference_temp(c.n);
         // An LSD sort with 8-bit digits reads and writes every key once per pass, four passes.
         const double bytes_moved = 4.0 * 2.0 * sizeof(uint32_t) * double(c.n);
         labkit::measure_performance(
             c, bytes_moved,
-            perf_subject(labkit::student<decltype(radix_sort)>("radix_sort"), c, inputs, student_temp),
-            perf_subject(labkit::reference<decltype(radix_sort)>("radix_sort"), c, inputs, reference_temp));
+            perf_subject(labkit::student<decltype(radix_sort)>("radix_sort"), c, buffers, student_temp),
+            perf_subject(labkit::reference<decltype(radix_sort)>("radix_sort"), c, buffers, reference_side_temp));
       }
     }
   }
