@@ -1,12 +1,44 @@
 #include "child_process.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
+#include <vector>
 
 namespace labkit::child {
+
+int timing_cpu() {
+  static const int cpu = [] {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2) return -1;
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    char* end = nullptr;
+    const long gpu = visible != nullptr ? std::strtol(visible, &end, 10) : 0;
+    const int slot = end != nullptr && *end == '\0' && gpu > 0 ? int(gpu) : 0;
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    return cpus[cpus.size() - 1 - std::size_t(slot) % (cpus.size() - 1)];
+  }();
+  return cpu;
+}
+
+void pin_to_cpu(pid_t pid, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(pid, sizeof set, &set);  // a hint for steadier timing: failing is harmless
+}
+
+void leave_cpu(int cpu) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) return;
+  CPU_CLR(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();

@@ -27,4 +27,14 @@ std::vector<std::string> base_environment(const std::string& scratch, char** our
 // argv/envp for execve: the strings' pointers, then a null.
 std::vector<char*> pointers(std::vector<std::string>& strings);
 
+// The CPU a timing runner's two hosts (the submission's and the empty call's) run on, and that
+// the runner leaves to them: they take turns, so on one core they wake alike and the empty
+// call's overhead is the call's. Runners of different GPUs (CUDA_VISIBLE_DEVICES) get
+// different CPUs, counted from the last one this process may use; -1 where it may use one.
+int timing_cpu();
+
+// Confines process `pid` (0: this one) to `cpu`, or to every CPU it may use but `cpu`.
+void pin_to_cpu(pid_t pid, int cpu);
+void leave_cpu(int cpu);
+
 }  // namespace labkit::child

@@ -81,6 +81,7 @@ void HostProcess::start() {
     fcntl(host_socket_fd, F_SETFD, 0);
     close_range(host_socket_fd + 1, ~0u, 0);
     signal(SIGPIPE, SIG_DFL);
+    if (cpu_ >= 0) child::pin_to_cpu(0, cpu_);
     // What the submission prints goes to the runner's log: cap the files it can grow.
     const rlimit file_size{host_file_size_bytes, host_file_size_bytes};
     setrlimit(RLIMIT_FSIZE, &file_size);
@@ -122,6 +123,11 @@ void HostProcess::wait_for_wrapper() {
     }
     usleep(20 * 1000);
   }
+}
+
+void HostProcess::pin_to_cpu(int cpu) {
+  cpu_ = cpu;
+  if (pid_ > 0 && cpu >= 0) child::pin_to_cpu(pid_, cpu);
 }
 
 void HostProcess::stop() {

@@ -51,6 +51,8 @@ public:
   // SubmissionFailure; either way the process is replaced before the next request.
   wire::Reply request(const wire::Request& request);
   void stop();  // ends the process now; the next request starts a fresh one
+  // Runs the process, and those started after it, on `cpu` alone (child::timing_cpu).
+  void pin_to_cpu(int cpu);
   // A forbidden library mapped into the process ends the call (SubmissionFailure). Every
   // request runs it, but a timed one leaves it to the timing loop, after the window: reading
   // the process's memory map takes 50-100 us that are no part of the call.
@@ -81,6 +83,7 @@ private:
   int starts_ = 0;
   bool hung_ = false;  // the last call never returned: a tool's host is killed at once, not waited for
   double last_wall_ms_ = 0;
+  int cpu_ = -1;
 };
 
 // Set by the timing loop while it measures one call of the submission's: the call asks the
