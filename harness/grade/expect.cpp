@@ -15,7 +15,7 @@ std::size_t passed_correctness(const LabResult& lab, std::size_t& total) {
   std::size_t passed = 0;
   total = 0;
   for (const CaseResult& c : lab.cases)
-    if (c.kind == "correctness") ++total, passed += c.passed;
+    if (c.kind == "correctness") ++total, passed += c.passed();
   return passed;
 }
 

@@ -4,6 +4,7 @@
 #include "labkit/dataset.h"
 #include "labkit/device.h"
 #include "labkit/fingerprint.h"
+#include "labkit/protocol.h"
 #include "labkit/stats.h"
 #include "labkit_build_config.h"
 #include "process.h"
@@ -23,6 +24,8 @@
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+namespace protocol = labkit::protocol;
+namespace exit_status = labkit::protocol::exit_status;
 
 namespace grade {
 
@@ -32,8 +35,8 @@ constexpr int build_time_limit_seconds = 300;
 constexpr std::size_t build_log_shown_bytes = 5000;
 
 struct Reports {
-  std::map<std::string, std::vector<json>> correctness;  // case name → its records
-  std::map<std::string, std::vector<json>> performance;
+  std::map<std::string, std::vector<protocol::CorrectnessRecord>> correctness;  // case name → its records
+  std::map<std::string, std::vector<protocol::PerformanceRecord>> performance;
   bool done = false;
   bool skipped = false;
   std::string skip_reason;
@@ -41,24 +44,33 @@ struct Reports {
   std::string sandbox;            // what the submission's process was confined by
   std::string forbidden_library;  // loaded at run time despite the rubric
   json device;
+  std::optional<protocol::ProfiledRecord> profiled;  // `grade profile`'s one call
+};
+
+struct RecordCollector {
+  Reports& r;
+  void operator()(const protocol::CorrectnessRecord& record) { r.correctness[record.case_name].push_back(record); }
+  void operator()(const protocol::PerformanceRecord& record) { r.performance[record.case_name].push_back(record); }
+  void operator()(const protocol::DoneRecord&) { r.done = true; }
+  void operator()(const protocol::DeviceRecord& record) {
+    r.device = protocol::to_json(record);
+    r.device.erase("type");
+  }
+  void operator()(const protocol::SkippedRecord& record) { r.skipped = true, r.skip_reason = record.reason; }
+  void operator()(const protocol::FaultRecord& record) { r.fault = record.message; }
+  void operator()(const protocol::SandboxRecord& record) { r.sandbox = record.description; }
+  void operator()(const protocol::ForbiddenRecord& record) { r.forbidden_library = record.library; }
+  void operator()(const protocol::ProgressRecord&) {}
+  void operator()(const protocol::ProfiledRecord& record) {
+    if (!r.profiled) r.profiled = record;
+  }
 };
 
 // Only lines stamped with this run's token count: a submission printing JSON cannot forge one.
 Reports parse_reports(const std::vector<std::string>& lines, const std::string& token) {
   Reports r;
-  for (const std::string& line : lines) {
-    const json record = json::parse(line, nullptr, false);
-    if (record.is_discarded() || record.value("token", "") != token) continue;
-    const std::string type = record.value("type", "");
-    if (type == "correctness") r.correctness[record.value("case", "")].push_back(record);
-    if (type == "performance" || type == "calibration") r.performance[record.value("case", "")].push_back(record);
-    if (type == "done") r.done = true;
-    if (type == "device") r.device = record, r.device.erase("token"), r.device.erase("type");
-    if (type == "skipped") r.skipped = true, r.skip_reason = record.value("reason", "");
-    if (type == "fault") r.fault = record.value("message", "");
-    if (type == "sandbox") r.sandbox = record.value("description", "");
-    if (type == "forbidden") r.forbidden_library = record.value("library", "");
-  }
+  for (const std::string& line : lines)
+    if (const auto record = protocol::read_record(line, token)) std::visit(RecordCollector{r}, *record);
   return r;
 }
 
@@ -129,7 +141,7 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const std::st
   argv.insert(argv.end(), {"-o", (lab_work / module.output).string()});
 
   const std::string log_name = module.output == "module.so" ? "build.log" : "build-" + module.output + ".log";
-  ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (lab_work / log_name).string(), {}, false, {}};
+  ChildRequest request{argv, {}, {protocol::env::secret}, (lab_work / log_name).string(), {}, false, {}};
   const ChildOutcome outcome = run_child(request, {build_time_limit_seconds, 2 * build_time_limit_seconds});
   log = tail(outcome.output_tail, build_log_shown_bytes);
   // Name the student's own files in the diagnostics, not the staged copies.
@@ -220,12 +232,20 @@ std::string forbidden_use(const LabSpec& lab, const Toolchain& tc, const fs::pat
 
 // The shared libraries of the rubric's forbidden ones, as the host's memory map names them:
 // the runner stops any call after which one of them is mapped.
-std::string forbidden_library_files(const LabSpec& lab) {
+std::vector<std::string> forbidden_library_files(const LabSpec& lab) {
   static const std::map<std::string, std::string> files = {{"cublas", "libcublas"}, {"cublasLt", "libcublasLt"}, {"nccl", "libnccl"}};
-  std::string list;
+  std::vector<std::string> list;
   for (const std::string& name : lab.forbidden)
-    if (files.count(name)) list += (list.empty() ? "" : ",") + files.at(name);
+    if (files.count(name)) list.push_back(files.at(name));
   return list;
+}
+
+// The lab's runner (its checks) and its reference solution, as Meson builds them.
+fs::path runner_program(const LabSpec& lab, const Toolchain& tc) {
+  return fs::path(tc.build_root) / "labs" / ("lab-" + lab.dir + "-runner");
+}
+fs::path solution_module(const LabSpec& lab, const Toolchain& tc) {
+  return fs::path(tc.build_root) / "labs" / ("lab-" + lab.dir + "-solution.so");
 }
 
 // What a lab's reference timings depend on, by source: the harness, the lab's checks and
@@ -265,7 +285,7 @@ struct RunContext {
   std::string suites;
 };
 
-using RecordHandler = std::function<void(const json&)>;
+using RecordHandler = std::function<void(const protocol::Record&)>;
 
 // Limits for a lab's runner. It is the kit's own code, and its files may pass the cap on a
 // child's files: host buffers shared with the submission's process are memfds, and `grade
@@ -287,42 +307,45 @@ std::string gpu_locks(const GradeOptions& options, int gpu) {
   return all;
 }
 
-RunOutcome run_checks(const RunContext& context, const std::vector<std::string>& filters,
+// What every run of `context`'s checks passes the runner; a caller adds its own (a case, a tool).
+protocol::RunnerArguments runner_arguments(const RunContext& context) {
+  const auto& [lab, tc, options, lab_work, gpu, module, suites] = context;
+  protocol::RunnerArguments arguments;
+  arguments.student = module.string();
+  arguments.reference = solution_module(lab, tc).string();
+  arguments.dataset = lab.dataset;
+  arguments.rubric = (fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml").string();
+  arguments.min_compute_capability = lab.min_compute_capability;
+  arguments.min_gpus = lab.min_gpus;
+  arguments.test_suite = suites;
+  arguments.doctest = {"--no-intro=true"};
+  arguments.forbidden_libraries = forbidden_library_files(lab);
+  if (!options.calibration_dir.empty()) {
+    arguments.calibration_dir = options.calibration_dir;
+    arguments.kit_fingerprint = kit_fingerprint(lab, tc);
+  }
+  return arguments;
+}
+
+RunOutcome run_checks(const RunContext& context, const protocol::RunnerArguments& arguments,
                       const std::string& log_name, int wall_seconds, const RecordHandler& on_record = {}) {
   const auto& [lab, tc, options, lab_work, gpu, module, suites] = context;
-  const fs::path build_labs = fs::path(tc.build_root) / "labs";
-  std::vector<std::string> argv = {
-      (build_labs / ("lab-" + lab.dir + "-runner")).string(),
-      "--student", module.string(),
-      "--reference", (build_labs / ("lab-" + lab.dir + "-solution.so")).string(),
-      "--dataset", lab.dataset,
-      "--rubric", (fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml").string(),
-      "--min-compute-capability", lab.min_compute_capability, "--min-gpus", std::to_string(lab.min_gpus),
-      "--test-suite=" + suites, "--no-intro=true"};
-  if (const std::string libraries = forbidden_library_files(lab); !libraries.empty())
-    argv.push_back("--forbidden-libraries=" + libraries);
-  if (!options.calibration_dir.empty()) {
-    argv.push_back("--calibration=" + options.calibration_dir);
-    argv.push_back("--kit-fingerprint=" + kit_fingerprint(lab, tc));
-  }
-  argv.insert(argv.end(), filters.begin(), filters.end());
+  std::vector<std::string> argv = {runner_program(lab, tc).string()};
+  for (const std::string& argument : arguments.to_argv()) argv.push_back(argument);
   const std::string token = random_token();
   // The seed goes in the environment: other processes can read a command line.
-  ChildRequest request{argv, {{"LABKIT_RUN_SEED", std::to_string(options.seed)}}, {"LABKIT_SECRET"},
+  ChildRequest request{argv, {{protocol::env::run_seed, std::to_string(options.seed)}}, {protocol::env::secret},
                        (lab_work / log_name).string(), {}, true, token};
   if (on_record)
     request.on_result_line = [&on_record, &token](const std::string& line) {
-      const json record = json::parse(line, nullptr, false);
-      if (!record.is_discarded() && record.value("token", "") == token) on_record(record);
+      if (const auto record = protocol::read_record(line, token)) on_record(*record);
     };
   if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
-  if (!options.gpu_lock_dir.empty()) request.environment["LABKIT_GPU_LOCK"] = gpu_locks(options, gpu);
+  if (!options.gpu_lock_dir.empty()) request.environment[protocol::env::gpu_lock] = gpu_locks(options, gpu);
   // Each of `modules:` sits beside the module: module-mpi.so, lab-NN-name-solution-mpi.so.
-  for (const ExtraModule& extra : lab.modules) {
-    std::string variable = "LABKIT_MODULE_" + extra.name;
-    std::transform(variable.begin(), variable.end(), variable.begin(), ::toupper);
-    request.environment[variable] = (module.parent_path() / (module.stem().string() + "-" + extra.name + ".so")).string();
-  }
+  for (const ExtraModule& extra : lab.modules)
+    request.environment[protocol::module_variable(extra.name)] =
+        (module.parent_path() / (module.stem().string() + "-" + extra.name + ".so")).string();
   RunOutcome run;
   run.child = run_child(request, runner_limits(wall_seconds));
   run.reports = parse_reports(run.child.result_lines, token);
@@ -342,16 +365,18 @@ void score_correctness(const LabSpec& lab, const labkit::Dataset& dataset, const
     const auto found = reports.correctness.find(c.name);
     const std::size_t count = found == reports.correctness.end() ? 0 : found->second.size();
     if (count == 0) {
+      // Not run when the run (or the build) says why; a case missing from a run that finished
+      // is a fault of the checks, and never passes.
+      cr.outcome = run_problem.empty() ? Outcome::failed : Outcome::not_run;
       cr.message = "no result: " + (run_problem.empty() ? "the checks never reached this case" : run_problem);
     } else if (count > 1) {
-      cr.ran = true;
+      cr.outcome = Outcome::failed;
       cr.message = "reported " + std::to_string(count) + " times: results not trusted";
     } else {
-      cr.ran = true;
-      cr.passed = found->second[0].value("passed", false);
-      cr.message = found->second[0].value("message", "");
+      cr.outcome = found->second[0].outcome;
+      cr.message = found->second[0].message;
     }
-    cr.points = cr.passed ? share : 0;
+    cr.points = cr.passed() ? share : 0;
     result.cases.push_back(cr);
   }
 }
@@ -389,23 +414,25 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
     cr.max_points = rubric.points;
     const auto found = reports.performance.find(rubric.case_name);
     if (found == reports.performance.end() || found->second.size() != 1) {
-      cr.message = found == reports.performance.end()
-                       ? "no result: " + (run_problem.empty() ? "not measured" : run_problem)
-                       : "reported more than once: results not trusted";
+      const bool missing = found == reports.performance.end();
+      cr.outcome = missing ? Outcome::not_run : Outcome::failed;
+      cr.message = missing ? "no result: " + (run_problem.empty() ? "not measured" : run_problem)
+                           : "reported more than once: results not trusted";
       result.cases.push_back(cr);
       continue;
     }
-    const json& record = found->second[0];
-    if (record.contains("skipped")) {
-      cr.message = record.value("skipped", "");
+    const protocol::PerformanceRecord& reported = found->second[0];
+    if (reported.outcome == Outcome::not_run) {  // not timed: a correctness case failed, or no MPI
+      cr.message = reported.message;
       result.cases.push_back(cr);
       continue;
     }
-    cr.ran = true;
+    const json& record = reported.measurement;
     cr.timing = record;
-    cr.passed = record.value("output_ok", false) && record.contains("ratio");
-    if (!cr.passed) {
-      cr.message = "output wrong after timing, so no speed credit: " + record.value("message", "");
+    const bool timed = reported.outcome == Outcome::passed && record.contains("ratio");
+    cr.outcome = timed ? Outcome::passed : reported.outcome == Outcome::hung ? Outcome::hung : Outcome::failed;
+    if (!timed) {
+      cr.message = "output wrong after timing, so no speed credit: " + reported.message;
     } else {
       const double noise = labkit::ratio_noise(record["student"].value("relative_error", 0.0),
                                                record["reference"].value("relative_error", 0.0));
@@ -413,12 +440,12 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
                                        rubric.full_credit_ratio, rubric.points, noise);
       if (faster_than_memory(record)) {
         cr.points = 0;
-        cr.passed = false;
+        cr.outcome = Outcome::failed;
         cr.message = "faster than this GPU's memory can deliver the bytes the task must read: not credited "
                      "(is work skipped, or an earlier answer reused?)";
       } else if (faster_than_compute(record)) {
         cr.points = 0;
-        cr.passed = false;
+        cr.outcome = Outcome::failed;
         cr.message = "faster than this GPU's FP32 units can do the task's arithmetic: not credited "
                      "(is work skipped, or done where the grader's clock was not looking?)";
       }
@@ -438,14 +465,19 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
 void rerun_missing(const RunContext& context, const labkit::Dataset& dataset, Reports& reports) {
   const LabSpec& lab = context.lab;
   const int per_case_seconds = std::max(30, time_limit(lab, context.options) / 4);
-  auto rerun = [&](const std::string& name, std::map<std::string, std::vector<json>>& records) {
+  auto rerun = [&](const std::string& name, auto& records) {
     if (records.count(name)) return;
-    RunOutcome alone = run_checks(context, {"--subcase=" + name}, "rerun-" + name + ".log", per_case_seconds);
+    protocol::RunnerArguments arguments = runner_arguments(context);
+    arguments.subcases = {name};
+    RunOutcome alone = run_checks(context, arguments, "rerun-" + name + ".log", per_case_seconds);
     merge(reports, alone.reports);
-    if (!records.count(name))
-      records[name].push_back({{"passed", false}, {"output_ok", false},
-                               {"message", "run on its own, the process " + alone.child.describe() +
-                                               " before this case reported"}});
+    if (!records.count(name)) {
+      typename std::decay_t<decltype(records)>::mapped_type::value_type silent;
+      silent.case_name = name;
+      silent.outcome = Outcome::failed;
+      silent.message = "run on its own, the process " + alone.child.describe() + " before this case reported";
+      records[name].push_back(silent);
+    }
   };
   for (const labkit::Case& c : dataset.correctness) rerun(c.name, reports.correctness);
   if (context.options.performance)
@@ -485,10 +517,12 @@ std::string lab_label(const LabSpec& lab) { return "lab " + lab.id + " " + lab.n
 // Turns the runner's progress records into "case k of n" and "timing case X" lines.
 RecordHandler case_progress(LiveLine& live, const LabSpec& lab, std::size_t correctness_cases) {
   auto seen = std::make_shared<std::set<std::string>>();
-  return [&live, &lab, correctness_cases, seen](const json& record) {
-    if (record.value("type", "") != "progress") return;
-    const std::string name = record.value("case", ""), stage = record.value("stage", "");
-    if (record.value("kind", "") == "correctness") {
+  return [&live, &lab, correctness_cases, seen](const protocol::Record& record) {
+    const auto* progress = std::get_if<protocol::ProgressRecord>(&record);
+    if (progress == nullptr) return;
+    const std::string& name = progress->case_name;
+    const std::string& stage = progress->stage;
+    if (progress->kind == "correctness") {
       seen->insert(name);
       live.show(lab_label(lab) + ": case " + std::to_string(seen->size()) + " of " +
                 std::to_string(correctness_cases) + " (" + name + ")");
@@ -500,11 +534,9 @@ RecordHandler case_progress(LiveLine& live, const LabSpec& lab, std::size_t corr
 
 constexpr std::size_t max_sanitized_cases = 3;
 
-// A case that hung would hang again, and for far longer under a tool: it is left out.
-bool worth_sanitizing(const CaseResult& c) {
-  return c.kind == "correctness" && c.ran && !c.passed && c.message.find("did not return within") == std::string::npos &&
-         c.message.rfind("not run", 0) != 0;
-}
+// A case that hung would hang again, and for far longer under a tool: it is left out, as is
+// one that could not run.
+bool worth_sanitizing(const CaseResult& c) { return c.kind == "correctness" && c.outcome == Outcome::failed; }
 
 std::vector<std::string> cases_to_sanitize(const LabResult& result, SanitizeWhen when) {
   std::vector<std::string> cases;
@@ -512,7 +544,7 @@ std::vector<std::string> cases_to_sanitize(const LabResult& result, SanitizeWhen
     if (worth_sanitizing(c) && cases.size() < max_sanitized_cases) cases.push_back(c.name);
   if (cases.empty() && when == SanitizeWhen::always)
     for (const CaseResult& c : result.cases)
-      if (c.kind == "correctness" && c.ran && cases.size() < max_sanitized_cases) cases.push_back(c.name);
+      if (c.kind == "correctness" && c.ran() && cases.size() < max_sanitized_cases) cases.push_back(c.name);
   return cases;
 }
 
@@ -542,12 +574,12 @@ SanitizerRun run_sanitizer(const RunContext& checking, const std::string& saniti
   SanitizerRun run{tool, cases};
   const fs::path logs = checking.lab_work / "sanitizer";
   remove_tool_logs(logs, tool);
-  std::vector<std::string> filters = {"--subcase=" + joined(cases, ","),
-                                      "--tool-slowdown=" + std::to_string(int(sanitize::slowdown(tool)))};
-  for (const std::string& argument : sanitize::command(sanitizer, tool, (logs / (tool + "-{start}.log")).string()))
-    filters.push_back("--host-wrapper=" + argument);
+  protocol::RunnerArguments arguments = runner_arguments(checking);
+  arguments.subcases = cases;
+  arguments.tool_slowdown = int(sanitize::slowdown(tool));
+  arguments.host_wrapper = sanitize::command(sanitizer, tool, (logs / (tool + "-{start}.log")).string());
   const int wall_seconds = time_limit(checking.lab, checking.options);
-  const RunOutcome outcome = run_checks(checking, filters, "sanitize-" + tool + ".log", wall_seconds);
+  const RunOutcome outcome = run_checks(checking, arguments, "sanitize-" + tool + ".log", wall_seconds);
   const std::string text = read_tool_logs(logs, tool);
   const sanitize::Parsed parsed = sanitize::parse(tool, text, checking.lab.student_files);
   run.findings = parsed.findings;
@@ -594,11 +626,13 @@ ProfiledSide profile_side(const RunContext& context, const std::string& ncu, con
                           const std::string& side, bool core_only) {
   const fs::path logs = context.lab_work / "profile";
   remove_tool_logs(logs, side);
-  std::vector<std::string> filters = {"--subcase=" + case_name, "--profile", "--time-failed", "--tool-slowdown=50"};
-  for (const std::string& argument : profile::command(ncu, (logs / (side + "-{start}.log")).string(), core_only))
-    filters.push_back("--host-wrapper=" + argument);
+  protocol::RunnerArguments arguments = runner_arguments(context);
+  arguments.subcases = {case_name};
+  arguments.profile = arguments.time_failed = true;
+  arguments.tool_slowdown = 50;
+  arguments.host_wrapper = profile::command(ncu, (logs / (side + "-{start}.log")).string(), core_only);
   constexpr int wall_seconds = 600;
-  const RunOutcome run = run_checks(context, filters, "profile-" + side + ".log", wall_seconds);
+  const RunOutcome run = run_checks(context, arguments, "profile-" + side + ".log", wall_seconds);
   const std::string output = read_tool_logs(logs, side) + "\n" + run.child.output_tail;
   if (!core_only && profile::rejected_a_metric(output)) return profile_side(context, ncu, case_name, side, true);
   ProfiledSide result;
@@ -606,16 +640,10 @@ ProfiledSide profile_side(const RunContext& context, const std::string& ncu, con
   if (result.problem.empty()) result.problem = profile::problem(output);
   if (!result.problem.empty()) return result;
   result.kernels = profile::parse_csv(output);
-  const json profiled = [&] {
-    for (const std::string& line : run.child.result_lines)
-      if (const json r = json::parse(line, nullptr, false); !r.is_discarded() && r.value("type", "") == "profiled")
-        return r;
-    return json();
-  }();
-  if (profiled.is_null())
+  if (!run.reports.profiled)
     result.case_problem = "the case did not run (the checks " + run.child.describe() + "):\n" + run.child.output_tail;
-  else if (!profiled.value("output_ok", false))
-    result.output_wrong = true, result.case_problem = profiled.value("message", "");
+  else if (!run.reports.profiled->output_ok)
+    result.output_wrong = true, result.case_problem = run.reports.profiled->message;
   return result;
 }
 
@@ -698,12 +726,12 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
                            options.performance ? "correctness,performance" : "correctness"};
   LiveLine live(options.live_progress);
   live.show(lab_label(lab) + ": starting the checks");
-  RunOutcome run = run_checks(context, {}, "run.log", time_limit(lab, options),
+  RunOutcome run = run_checks(context, runner_arguments(context), "run.log", time_limit(lab, options),
                               case_progress(live, lab, dataset.correctness.size()));
   result.run_log = run.child.output_tail;
   result.device = run.reports.device;
   std::string problem;
-  if (run.reports.skipped || run.child.exit_code == labkit::skip_exit_code) {
+  if (run.reports.skipped || run.child.exit_code == exit_status::skipped) {
     result.status = LabStatus::not_run;
     result.note = "not run: " + (run.reports.skip_reason.empty() ? "no CUDA device" : run.reports.skip_reason);
     problem = result.note;
@@ -718,7 +746,7 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
     problem = "the process " + run.child.describe() + " before this case reported";
   } else if (!run.reports.done || run.child.signal != 0) {
     result.status = LabStatus::run_failed;
-    const std::string what = run.child.exit_code == labkit::context_lost_exit_code
+    const std::string what = run.child.exit_code == exit_status::context_lost
                                  ? "hit a CUDA error that left the GPU unusable (see the failed case)"
                                  : run.child.describe();
     result.note = "the checks stopped early: the process " + what +
@@ -745,36 +773,35 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
 
 int profile_lab(const LabJob& job, const std::string& case_name, const Toolchain& toolchain,
                 const GradeOptions& options) {
-  constexpr int exit_failed = 1, exit_not_run = 3;
   const LabSpec& lab = *job.lab;
   const std::string chosen = chosen_case(lab, case_name);
   const std::string ncu = sanitize::find_tool("ncu", toolchain.nvcc);
   if (ncu.empty()) {
     std::cerr << "grade profile: Nsight Compute's `ncu` is not on PATH (nor beside nvcc): install Nsight Compute "
                  "(it comes with the CUDA toolkit) or add its folder to PATH\n";
-    return exit_not_run;
+    return exit_status::not_run;
   }
   LabResult built;
   if (!build_lab(job, toolchain, built)) {
     std::cerr << "grade profile: " << built.note << "\n" << built.build_log << "\n";
-    return exit_failed;
+    return exit_status::failed;
   }
   GradeOptions untimed = options;
   untimed.calibration_dir.clear();
-  const fs::path reference = fs::path(toolchain.build_root) / "labs" / ("lab-" + lab.dir + "-solution.so");
+  const fs::path reference = solution_module(lab, toolchain);
   const fs::path work(job.work_dir);
   std::cerr << "grade profile: lab " << lab.id << ", case " << chosen << ", under " << ncu << " (a minute or two)...\n";
   const ProfiledSide yours =
       profile_side({lab, toolchain, untimed, work, -1, work / "module.so", "performance"}, ncu, chosen, "yours", false);
   if (!yours.problem.empty()) {
     std::cerr << "grade profile: " << yours.problem << "\n";
-    return exit_not_run;
+    return exit_status::not_run;
   }
   const ProfiledSide theirs =
       profile_side({lab, toolchain, untimed, work, -1, reference, "performance"}, ncu, chosen, "reference", false);
   if (!theirs.problem.empty()) {
     std::cerr << "grade profile: " << theirs.problem << "\n";
-    return exit_not_run;
+    return exit_status::not_run;
   }
   if (!yours.case_problem.empty())
     std::cout << (yours.output_wrong ? "Note: your output was wrong in this call: " : "Note: ") << yours.case_problem
@@ -782,7 +809,7 @@ int profile_lab(const LabJob& job, const std::string& case_name, const Toolchain
   std::cout << profile::side_by_side(yours.kernels, theirs.kernels,
                                      "Lab " + lab.id + " " + lab.name + ", case " + chosen +
                                          ": one call each under Nsight Compute");
-  return yours.kernels.empty() || !yours.case_problem.empty() ? exit_failed : 0;
+  return yours.kernels.empty() || !yours.case_problem.empty() ? exit_status::failed : exit_status::ok;
 }
 
 LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options) {
@@ -794,12 +821,15 @@ LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOp
 std::vector<json> calibrate_lab(const LabSpec& lab, const Toolchain& toolchain, const GradeOptions& options) {
   const fs::path work = fs::path(toolchain.build_root) / "grade" / "calibrate" / lab.dir;
   fs::create_directories(work);
-  const fs::path reference = fs::path(toolchain.build_root) / "labs" / ("lab-" + lab.dir + "-solution.so");
+  const fs::path reference = solution_module(lab, toolchain);
   const RunContext context{lab, toolchain, options, work, -1, reference, "performance"};
-  RunOutcome run = run_checks(context, {"--calibrate"}, "calibrate.log", time_limit(lab, options));
+  protocol::RunnerArguments arguments = runner_arguments(context);
+  arguments.calibrate = true;
+  RunOutcome run = run_checks(context, arguments, "calibrate.log", time_limit(lab, options));
   if (run.reports.skipped) throw std::runtime_error("not run: " + run.reports.skip_reason);
   std::vector<json> records;
-  for (const auto& [name, found] : run.reports.performance) records.insert(records.end(), found.begin(), found.end());
+  for (const auto& [name, found] : run.reports.performance)
+    for (const protocol::PerformanceRecord& record : found) records.push_back(record.measurement);
   if (records.empty()) throw std::runtime_error("the runner measured nothing: " + run.child.output_tail);
   return records;
 }
@@ -810,22 +840,25 @@ int export_case(const LabSpec& lab, const std::string& case_name, const Toolchai
   bool known = false;
   for (const labkit::Case& c : dataset.correctness) known = known || c.name == case_name;
   if (!known) throw std::invalid_argument("lab " + lab.id + " has no correctness case '" + case_name + "'");
-  const fs::path build_labs = fs::path(toolchain.build_root) / "labs";
-  const std::string reference = (build_labs / ("lab-" + lab.dir + "-solution.so")).string();
-  const std::vector<std::string> argv = {(build_labs / ("lab-" + lab.dir + "-runner")).string(),
-                                         "--student", reference, "--reference", reference,
-                                         "--dataset", lab.dataset, "--seed", std::to_string(seed),
-                                         "--export", out_dir, "--test-suite=correctness",
-                                         "--subcase=" + case_name, "--no-intro=true"};
+  protocol::RunnerArguments arguments;
+  arguments.student = arguments.reference = solution_module(lab, toolchain).string();
+  arguments.dataset = lab.dataset;
+  arguments.seed = seed;
+  arguments.export_dir = out_dir;
+  arguments.test_suite = "correctness";
+  arguments.subcases = {case_name};
+  arguments.doctest = {"--no-intro=true"};
+  std::vector<std::string> argv = {runner_program(lab, toolchain).string()};
+  for (const std::string& argument : arguments.to_argv()) argv.push_back(argument);
   fs::create_directories(out_dir);
-  const ChildRequest request{argv, {}, {"LABKIT_SECRET"}, (fs::path(out_dir) / "export.log").string()};
+  const ChildRequest request{argv, {}, {protocol::env::secret}, (fs::path(out_dir) / "export.log").string()};
   const ChildOutcome outcome = run_child(request, runner_limits(lab.time_limit_seconds));
-  if (outcome.exit_code != 0) {
+  if (outcome.exit_code != exit_status::ok) {
     std::cerr << outcome.output_tail << "\n";
-    return outcome.exit_code == labkit::skip_exit_code ? 3 : 4;
+    return outcome.exit_code == exit_status::skipped ? exit_status::not_run : exit_status::kit_fault;
   }
   std::cout << "wrote " << (fs::path(out_dir) / case_name).string() << "/*.npy (open with numpy.load)\n";
-  return 0;
+  return exit_status::ok;
 }
 
 }  // namespace grade

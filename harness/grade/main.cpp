@@ -10,6 +10,7 @@
 #include "slurm.h"
 
 #include "labkit/generators.h"
+#include "labkit/protocol.h"
 
 #include <CLI/CLI.hpp>
 
@@ -26,18 +27,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Exit codes, as `grade --help` documents them.
-constexpr int exit_all_passed = 0;
-constexpr int exit_some_failed = 1;
-constexpr int exit_not_run = 3;  // no GPU: the checks could not run (nothing failed)
-constexpr int exit_kit_fault = 4;
+// Exit codes (labkit/protocol.h's table), as `grade --help` documents them.
+namespace exit_status = labkit::protocol::exit_status;
+constexpr int exit_all_passed = exit_status::ok;
+constexpr int exit_some_failed = exit_status::failed;
+constexpr int exit_usage = exit_status::usage;
+constexpr int exit_not_run = exit_status::not_run;
+constexpr int exit_kit_fault = exit_status::kit_fault;
 
 constexpr const char* exit_code_help =
     "Exit status: 0 every check ran and passed; 1 some check failed (a build error, a wrong\n"
-    "answer, a crash or a hang); 2 bad command line; 3 the checks could not run (no CUDA\n"
-    "device) and nothing failed; 4 a fault of the kit itself.";
+    "answer, a crash or a hang); 2 bad command line; 3 some checks could not run here (no CUDA\n"
+    "device, no MPI) and nothing failed; 4 a fault of the kit itself.";
 
-int exit_status(const grade::Report& report) {
+// A case that could not run (a lab on a machine without a GPU, a case that needs MPI) is not a
+// failure: with nothing failed, it makes the status "not run".
+int exit_status_of(const grade::Report& report) {
   bool not_run = false;
   for (const grade::LabResult& lab : report.labs) {
     if (lab.status == grade::LabStatus::kit_fault) return exit_kit_fault;
@@ -46,8 +51,10 @@ int exit_status(const grade::Report& report) {
       continue;
     }
     if (lab.status != grade::LabStatus::graded) return exit_some_failed;
-    for (const grade::CaseResult& c : lab.cases)
-      if (!c.passed) return exit_some_failed;
+    for (const grade::CaseResult& c : lab.cases) {
+      if (c.failed()) return exit_some_failed;
+      not_run = not_run || !c.ran();
+    }
   }
   return not_run ? exit_not_run : exit_all_passed;
 }
@@ -77,7 +84,7 @@ std::string read_secret(const std::string& secret_file) {
     std::ifstream in(secret_file);
     if (!in) throw std::runtime_error("cannot read the secret file " + secret_file);
     std::getline(in, secret);
-  } else if (const char* from_environment = std::getenv("LABKIT_SECRET")) {
+  } else if (const char* from_environment = std::getenv(labkit::protocol::env::secret)) {
     secret = from_environment;
   }
   return secret;
@@ -114,7 +121,7 @@ int report_expectations(const grade::ExpectationCheck& check) {
   if (!check.mismatches.empty()) return exit_some_failed;
   if (check.checked == 0 && check.needs_gpu > 0) {
     std::printf("SKIPPED: no CUDA device: these verdicts need one\n");
-    return 77;
+    return exit_status::skipped;
   }
   return exit_all_passed;
 }
@@ -230,7 +237,12 @@ int main(int argc, char** argv) {
   all_command->fallthrough();
   collect_command->fallthrough();
   task_command->fallthrough();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {  // --help is one too, and exits 0
+    const int printed = app.exit(error);
+    return printed == 0 ? exit_all_passed : exit_usage;
+  }
 
   try {
     const grade::Toolchain toolchain = grade::configured_toolchain();
@@ -256,7 +268,7 @@ int main(int argc, char** argv) {
                                   profiling);
       } catch (const std::invalid_argument& error) {  // no such case: the command line's fault
         std::cerr << "grade profile: " << error.what() << "\n";
-        return 2;
+        return exit_usage;
       }
     }
     std::vector<grade::LabSpec> chosen;
@@ -291,7 +303,7 @@ int main(int argc, char** argv) {
       options.reuse_saved = !fresh;
       // After --slurm, collect finds the secret where the submit left it.
       if (const fs::path kept = out / "slurm" / "secret";
-          collect_command->parsed() && secret_file.empty() && !std::getenv("LABKIT_SECRET") && fs::exists(kept))
+          collect_command->parsed() && secret_file.empty() && !std::getenv(labkit::protocol::env::secret) && fs::exists(kept))
         options.grade.seed = labkit::mix_seeds(seed, secret_seed(kept.string()));
       const auto submissions = grade::find_submissions(submissions_dir);
       if (task_command->parsed())
@@ -318,7 +330,7 @@ int main(int argc, char** argv) {
       print_batch_summary(reports, seconds, grade::graded_this_run(), out);
       if (expect) return report_expectations(grade::check_expectations(reports, submissions_dir));
       int worst = exit_all_passed;
-      for (const auto& report : reports) worst = std::max(worst, exit_status(report));
+      for (const auto& report : reports) worst = std::max(worst, exit_status_of(report));
       return worst == exit_kit_fault ? exit_kit_fault : exit_all_passed;
     }
 
@@ -335,7 +347,7 @@ int main(int argc, char** argv) {
       std::cout << grade::to_json(report).dump(2) << "\n";
     else
       std::cout << grade::to_text(report, true) << "\nReports: " << (reports_root / who).string() << ".{json,md,html}\n";
-    return exit_status(report);
+    return exit_status_of(report);
   } catch (const std::exception& error) {
     std::cerr << "grade: the kit failed: " << error.what() << "\n";
     return exit_kit_fault;
