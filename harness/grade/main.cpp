@@ -115,10 +115,15 @@ void print_batch_summary(const std::vector<grade::Report>& reports, double secon
 }
 
 int report_expectations(const grade::ExpectationCheck& check) {
+  for (const std::string& error : check.errors) std::printf("ERROR %s\n", error.c_str());
   for (const std::string& mismatch : check.mismatches) std::printf("MISMATCH %s\n", mismatch.c_str());
   std::printf("expected verdicts: %zu checked, %zu mismatched, %zu need a GPU and were not run here\n",
               check.checked, check.mismatches.size(), check.needs_gpu);
-  if (!check.mismatches.empty()) return exit_some_failed;
+  if (!check.errors.empty() || !check.mismatches.empty()) return exit_some_failed;
+  if (check.checked == 0 && check.needs_gpu == 0) {
+    std::printf("ERROR nothing was checked: no submission's expected.yaml names a lab graded in this run\n");
+    return exit_some_failed;
+  }
   if (check.checked == 0 && check.needs_gpu > 0) {
     std::printf("SKIPPED: no CUDA device: these verdicts need one\n");
     return exit_status::skipped;
@@ -328,7 +333,11 @@ int main(int argc, char** argv) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       grade::write_batch_outputs(reports, chosen, out.string());
       print_batch_summary(reports, seconds, grade::graded_this_run(), out);
-      if (expect) return report_expectations(grade::check_expectations(reports, submissions_dir));
+      if (expect) {
+        std::vector<std::string> known_labs;
+        for (const grade::LabSpec& lab : catalog) known_labs.push_back(lab.id);
+        return report_expectations(grade::check_expectations(reports, submissions_dir, known_labs));
+      }
       int worst = exit_all_passed;
       for (const auto& report : reports) worst = std::max(worst, exit_status_of(report));
       return worst == exit_kit_fault ? exit_kit_fault : exit_all_passed;
