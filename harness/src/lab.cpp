@@ -212,7 +212,8 @@ static void report_case(const Case& c, Outcome outcome, const std::string& messa
   if (state().student) report_sandbox_once();
   if (protocol::is_failure(outcome) && c.kind == "correctness") ++state().correctness_failures;
   emit_result(protocol::CorrectnessRecord{c.name, outcome, message});
-  std::printf("[%7.2f s] %-28s %s\n", seconds_running(), c.name.c_str(), protocol::to_string(outcome));
+  std::printf("[%7.2f s] %-28s %s\n", seconds_running(), c.name.c_str(),
+              outcome == Outcome::not_run ? message.c_str() : protocol::to_string(outcome));
   if (outcome == Outcome::not_run)
     MESSAGE(c.name << ": " << message);
   else
@@ -243,7 +244,7 @@ static bool context_lost() {
   return cudaDeviceSynchronize() != cudaSuccess;
 }
 
-// Tells the grader what is starting, so that a person at a terminal sees it (grader.cpp).
+// Tells the grader what is starting, so that a person at a terminal sees it (harness/grade/progress.h).
 static void report_progress(const Case& c, const char* stage) {
   emit_result(protocol::ProgressRecord{c.kind, c.name, stage});
 }
