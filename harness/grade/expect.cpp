@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -15,7 +16,7 @@ std::size_t passed_correctness(const LabResult& lab, std::size_t& total) {
   std::size_t passed = 0;
   total = 0;
   for (const CaseResult& c : lab.cases)
-    if (c.kind == "correctness") ++total, passed += c.passed;
+    if (c.kind == "correctness") ++total, passed += c.passed();
   return passed;
 }
 
@@ -58,14 +59,40 @@ std::vector<std::string> differences(const LabResult& lab, const YAML::Node& exp
   return found;
 }
 
+// The problems of one expected.yaml that would make its check vacuous; empty when none.
+std::vector<std::string> file_problems(const fs::path& file, const YAML::Node& labs,
+                                       const std::vector<std::string>& known_labs) {
+  std::vector<std::string> problems;
+  if (!labs || !labs.IsMap() || labs.size() == 0) {
+    problems.push_back(file.string() + " names no lab under `labs:`: nothing would be checked");
+    return problems;
+  }
+  std::string known;
+  for (const std::string& id : known_labs) known += (known.empty() ? "" : ", ") + id;
+  for (const auto& entry : labs) {
+    const std::string key = entry.first.as<std::string>();
+    if (std::find(known_labs.begin(), known_labs.end(), key) == known_labs.end())
+      problems.push_back(file.string() + " names lab \"" + key + "\", which the grader does not know (its labs: " +
+                         known + "; quote the key, as in \"01\")");
+  }
+  return problems;
+}
+
 }  // namespace
 
-ExpectationCheck check_expectations(const std::vector<Report>& reports, const std::string& base_dir) {
+ExpectationCheck check_expectations(const std::vector<Report>& reports, const std::string& base_dir,
+                                    const std::vector<std::string>& known_labs) {
   ExpectationCheck check;
   for (const Report& report : reports) {
     const fs::path file = fs::path(base_dir) / report.who / "expected.yaml";
-    if (!fs::exists(file)) continue;
+    if (!fs::exists(file)) {
+      check.errors.push_back(report.who + " has no expected.yaml: nothing says what its grading must be");
+      continue;
+    }
     const YAML::Node labs = YAML::LoadFile(file.string())["labs"];
+    const std::vector<std::string> problems = file_problems(file, labs, known_labs);
+    check.errors.insert(check.errors.end(), problems.begin(), problems.end());
+    if (!problems.empty()) continue;
     for (const LabResult& lab : report.labs) {
       const YAML::Node expected = labs[lab.id];
       if (!expected) continue;

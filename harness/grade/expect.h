@@ -22,9 +22,15 @@ struct ExpectationCheck {
   std::size_t checked = 0;     // labs whose expectation was checked
   std::size_t needs_gpu = 0;   // labs that could not run here, so were not checked
   std::vector<std::string> mismatches;
+  // What would let the check pass while checking nothing: a submission without expected.yaml,
+  // a file that names no lab, or a lab key the grader does not know ("1" for "01").
+  std::vector<std::string> errors;
 };
 
 // Checks each report against expected.yaml in its submission folder (`base_dir/<who>/`).
-ExpectationCheck check_expectations(const std::vector<Report>& reports, const std::string& base_dir);
+// `known_labs`: every lab id of the catalog ("01"...); a key outside it is an error, a known
+// lab that was not graded in this run is left out.
+ExpectationCheck check_expectations(const std::vector<Report>& reports, const std::string& base_dir,
+                                    const std::vector<std::string>& known_labs);
 
 }  // namespace grade

@@ -71,11 +71,11 @@ json gradescope_results(const Report& report) {
   for (const LabResult& lab : report.labs) {
     for (const CaseResult& c : lab.cases) {
       std::string output = c.message;
-      if (c.hidden && !c.passed) output = "hidden case: details are withheld";
+      if (c.hidden && !c.passed()) output = "hidden case: details are withheld";
       tests.push_back({{"name", "lab " + lab.id + " " + lab.name + ": " + c.name},
                        {"score", std::round(c.points * 100) / 100},
                        {"max_score", std::round(c.max_points * 100) / 100},
-                       {"status", c.passed ? "passed" : "failed"},
+                       {"status", c.passed() ? "passed" : "failed"},  // Gradescope knows no other
                        {"output", output},
                        {"visibility", c.hidden ? "hidden" : "visible"}});
     }
@@ -92,15 +92,21 @@ std::string junit_xml(const std::vector<Report>& reports) {
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
   for (const Report& report : reports) {
     for (const LabResult& lab : report.labs) {
-      std::size_t failures = 0;
-      for (const CaseResult& c : lab.cases) failures += !c.passed;
+      // In a graded lab a case that could not run here (no MPI) is skipped; a lab that was not
+      // graded (a build error...) fails every case that did not pass.
+      auto skipped_here = [&lab](const CaseResult& c) { return !c.ran() && lab.status == LabStatus::graded; };
+      std::size_t failures = 0, skipped = 0;
+      for (const CaseResult& c : lab.cases) failures += !c.passed() && !skipped_here(c), skipped += skipped_here(c);
       out << "  <testsuite name=\"" << xml_escaped(report.who + " lab " + lab.id + " " + lab.name) << "\" tests=\""
-          << lab.cases.size() << "\" failures=\"" << failures << "\">\n";
+          << lab.cases.size() << "\" failures=\"" << failures << "\" skipped=\"" << skipped << "\">\n";
       for (const CaseResult& c : lab.cases) {
         out << "    <testcase classname=\"" << xml_escaped(report.who + "." + lab.id + "-" + lab.name + "." + c.kind)
             << "\" name=\"" << xml_escaped(c.name) << "\">";
-        if (!c.passed)
-          out << "<failure message=\"" << xml_escaped(c.message.empty() ? lab.note : c.message) << "\"/>";
+        const std::string message = xml_escaped(c.message.empty() ? lab.note : c.message);
+        if (skipped_here(c))
+          out << "<skipped message=\"" << message << "\"/>";
+        else if (!c.passed())
+          out << "<failure message=\"" << message << "\"/>";
         out << "</testcase>\n";
       }
       out << "  </testsuite>\n";

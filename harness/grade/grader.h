@@ -3,6 +3,7 @@
 #pragma once
 
 #include "catalog.h"
+#include "intake.h"
 #include "model.h"
 
 #include <cstdint>
@@ -46,13 +47,8 @@ struct LabJob {
   std::string work_dir;     // staged sources, the compiled module, logs
 };
 
-// Where a lab's student files are: `base/labs/NN-name/`, `base/NN-name/` or `base/` itself
-// (a clone of the kit, or the files alone). Empty when none holds them all. Never through a
-// symbolic link below base: a linked lab folder comes back as the link, which build_lab refuses.
-std::string find_student_dir(const LabSpec& lab, const std::string& base);
-
 // Stage 1, on a CPU core: stage and compile the student's files, and look for forbidden
-// libraries. Returns false when there is nothing to run; `result` then says why.
+// libraries (compile.cpp). Returns false when there is nothing to run; `result` then says why.
 bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result);
 
 // A lab that cannot be graded at all (`note` says why): every case scores zero, nothing is built.
@@ -77,8 +73,5 @@ int export_case(const LabSpec& lab, const std::string& case_name, const Toolchai
 // side by side. Returns grade's exit status (3 when ncu is missing or may not profile).
 int profile_lab(const LabJob& job, const std::string& case_name, const Toolchain& toolchain,
                 const GradeOptions& options);
-
-// Both stages, one after the other.
-LabResult grade_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options);
 
 }  // namespace grade

@@ -1,5 +1,7 @@
 #include "intake.h"
 
+#include <filesystem>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -118,6 +120,21 @@ bool holds_all(const fs::path& dir, const std::vector<std::string>& files) {
   for (const std::string& file : files)
     if (fs::symlink_status(dir / file, ignored).type() == fs::file_type::not_found) return false;
   return true;
+}
+
+std::string find_student_dir(const LabSpec& lab, const std::string& base) {
+  // A symbolic link below base is never looked through (it could lead to the kit's solutions).
+  // A linked lab folder is returned only when no real folder holds the files, so that
+  // build_lab refuses it by name instead of saying "not found".
+  std::string linked;
+  for (const fs::path& relative : {fs::path("labs") / lab.dir, fs::path(lab.dir), fs::path()}) {
+    if (const fs::path link = first_symlink(base, relative); !link.empty()) {
+      if (linked.empty()) linked = link.string();
+    } else if (holds_all(fs::path(base) / relative, lab.student_files)) {
+      return (fs::path(base) / relative).string();
+    }
+  }
+  return linked;
 }
 
 }  // namespace grade

@@ -4,6 +4,8 @@
 // Each refusal is one line a student can act on.
 #pragma once
 
+#include "catalog.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -33,6 +35,11 @@ std::filesystem::path first_symlink(const std::filesystem::path& base, const std
 // Whether `dir` is a real folder with an entry for each of `files`, of any type: a link or a
 // pipe counts as there, so that its refusal names it rather than saying "not found".
 bool holds_all(const std::filesystem::path& dir, const std::vector<std::string>& files);
+
+// Where a lab's student files are: `base/labs/NN-name/`, `base/NN-name/` or `base/` itself
+// (a clone of the kit, or the files alone). Empty when none holds them all. Never through a
+// symbolic link below base: a linked lab folder comes back as the link, which build_lab refuses.
+std::string find_student_dir(const LabSpec& lab, const std::string& base);
 
 // "3.2 MiB", rounded up so that a file just over the limit does not read as at it.
 std::string size_text(std::uintmax_t bytes);

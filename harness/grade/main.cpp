@@ -10,6 +10,7 @@
 #include "slurm.h"
 
 #include "labkit/generators.h"
+#include "labkit/protocol.h"
 
 #include <CLI/CLI.hpp>
 
@@ -26,18 +27,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Exit codes, as `grade --help` documents them.
-constexpr int exit_all_passed = 0;
-constexpr int exit_some_failed = 1;
-constexpr int exit_not_run = 3;  // no GPU: the checks could not run (nothing failed)
-constexpr int exit_kit_fault = 4;
+// Exit codes (labkit/protocol.h's table), as `grade --help` documents them.
+namespace exit_status = labkit::protocol::exit_status;
+constexpr int exit_all_passed = exit_status::ok;
+constexpr int exit_some_failed = exit_status::failed;
+constexpr int exit_usage = exit_status::usage;
+constexpr int exit_not_run = exit_status::not_run;
+constexpr int exit_kit_fault = exit_status::kit_fault;
 
 constexpr const char* exit_code_help =
     "Exit status: 0 every check ran and passed; 1 some check failed (a build error, a wrong\n"
-    "answer, a crash or a hang); 2 bad command line; 3 the checks could not run (no CUDA\n"
-    "device) and nothing failed; 4 a fault of the kit itself.";
+    "answer, a crash or a hang); 2 bad command line; 3 some checks could not run here (no CUDA\n"
+    "device, no MPI) and nothing failed; 4 a fault of the kit itself.";
 
-int exit_status(const grade::Report& report) {
+// A case that could not run (a lab on a machine without a GPU, a case that needs MPI) is not a
+// failure: with nothing failed, it makes the status "not run".
+int exit_status_of(const grade::Report& report) {
   bool not_run = false;
   for (const grade::LabResult& lab : report.labs) {
     if (lab.status == grade::LabStatus::kit_fault) return exit_kit_fault;
@@ -46,8 +51,10 @@ int exit_status(const grade::Report& report) {
       continue;
     }
     if (lab.status != grade::LabStatus::graded) return exit_some_failed;
-    for (const grade::CaseResult& c : lab.cases)
-      if (!c.passed) return exit_some_failed;
+    for (const grade::CaseResult& c : lab.cases) {
+      if (c.failed()) return exit_some_failed;
+      not_run = not_run || !c.ran();
+    }
   }
   return not_run ? exit_not_run : exit_all_passed;
 }
@@ -77,7 +84,7 @@ std::string read_secret(const std::string& secret_file) {
     std::ifstream in(secret_file);
     if (!in) throw std::runtime_error("cannot read the secret file " + secret_file);
     std::getline(in, secret);
-  } else if (const char* from_environment = std::getenv("LABKIT_SECRET")) {
+  } else if (const char* from_environment = std::getenv(labkit::protocol::env::secret)) {
     secret = from_environment;
   }
   return secret;
@@ -108,13 +115,18 @@ void print_batch_summary(const std::vector<grade::Report>& reports, double secon
 }
 
 int report_expectations(const grade::ExpectationCheck& check) {
+  for (const std::string& error : check.errors) std::printf("ERROR %s\n", error.c_str());
   for (const std::string& mismatch : check.mismatches) std::printf("MISMATCH %s\n", mismatch.c_str());
   std::printf("expected verdicts: %zu checked, %zu mismatched, %zu need a GPU and were not run here\n",
               check.checked, check.mismatches.size(), check.needs_gpu);
-  if (!check.mismatches.empty()) return exit_some_failed;
+  if (!check.errors.empty() || !check.mismatches.empty()) return exit_some_failed;
+  if (check.checked == 0 && check.needs_gpu == 0) {
+    std::printf("ERROR nothing was checked: no submission's expected.yaml names a lab graded in this run\n");
+    return exit_some_failed;
+  }
   if (check.checked == 0 && check.needs_gpu > 0) {
     std::printf("SKIPPED: no CUDA device: these verdicts need one\n");
-    return 77;
+    return exit_status::skipped;
   }
   return exit_all_passed;
 }
@@ -230,7 +242,12 @@ int main(int argc, char** argv) {
   all_command->fallthrough();
   collect_command->fallthrough();
   task_command->fallthrough();
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {  // --help is one too, and exits 0
+    const int printed = app.exit(error);
+    return printed == 0 ? exit_all_passed : exit_usage;
+  }
 
   try {
     const grade::Toolchain toolchain = grade::configured_toolchain();
@@ -256,7 +273,7 @@ int main(int argc, char** argv) {
                                   profiling);
       } catch (const std::invalid_argument& error) {  // no such case: the command line's fault
         std::cerr << "grade profile: " << error.what() << "\n";
-        return 2;
+        return exit_usage;
       }
     }
     std::vector<grade::LabSpec> chosen;
@@ -291,7 +308,7 @@ int main(int argc, char** argv) {
       options.reuse_saved = !fresh;
       // After --slurm, collect finds the secret where the submit left it.
       if (const fs::path kept = out / "slurm" / "secret";
-          collect_command->parsed() && secret_file.empty() && !std::getenv("LABKIT_SECRET") && fs::exists(kept))
+          collect_command->parsed() && secret_file.empty() && !std::getenv(labkit::protocol::env::secret) && fs::exists(kept))
         options.grade.seed = labkit::mix_seeds(seed, secret_seed(kept.string()));
       const auto submissions = grade::find_submissions(submissions_dir);
       if (task_command->parsed())
@@ -316,9 +333,13 @@ int main(int argc, char** argv) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       grade::write_batch_outputs(reports, chosen, out.string());
       print_batch_summary(reports, seconds, grade::graded_this_run(), out);
-      if (expect) return report_expectations(grade::check_expectations(reports, submissions_dir));
+      if (expect) {
+        std::vector<std::string> known_labs;
+        for (const grade::LabSpec& lab : catalog) known_labs.push_back(lab.id);
+        return report_expectations(grade::check_expectations(reports, submissions_dir, known_labs));
+      }
       int worst = exit_all_passed;
-      for (const auto& report : reports) worst = std::max(worst, exit_status(report));
+      for (const auto& report : reports) worst = std::max(worst, exit_status_of(report));
       return worst == exit_kit_fault ? exit_kit_fault : exit_all_passed;
     }
 
@@ -335,7 +356,7 @@ int main(int argc, char** argv) {
       std::cout << grade::to_json(report).dump(2) << "\n";
     else
       std::cout << grade::to_text(report, true) << "\nReports: " << (reports_root / who).string() << ".{json,md,html}\n";
-    return exit_status(report);
+    return exit_status_of(report);
   } catch (const std::exception& error) {
     std::cerr << "grade: the kit failed: " << error.what() << "\n";
     return exit_kit_fault;

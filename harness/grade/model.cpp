@@ -46,7 +46,7 @@ std::string format(const char* pattern, double a, double b = 0, double c = 0, do
 
 // A hidden case shows its verdict but not its inputs or the expected values.
 std::string visible_message(const CaseResult& c, bool show_hidden_details) {
-  if (!c.hidden || show_hidden_details || c.passed) return c.message;
+  if (!c.hidden || show_hidden_details || c.passed()) return c.message;
   return "hidden case: details are withheld";
 }
 
@@ -63,7 +63,7 @@ std::size_t count_passed(const LabResult& lab, const char* kind, std::size_t& to
   std::size_t passed = 0;
   total = 0;
   for (const CaseResult& c : lab.cases)
-    if (c.kind == kind) ++total, passed += c.passed;
+    if (c.kind == kind) ++total, passed += c.passed();
   return passed;
 }
 
@@ -131,14 +131,21 @@ static std::string sanitizer_cases(const LabResult& lab) {
 json to_json(const LabResult& lab) {
   json cases = json::array();
   for (const CaseResult& c : lab.cases)
-    cases.push_back({{"name", c.name}, {"kind", c.kind}, {"hidden", c.hidden}, {"ran", c.ran},
-                     {"passed", c.passed}, {"message", c.message}, {"points", c.points},
+    cases.push_back({{"name", c.name}, {"kind", c.kind}, {"hidden", c.hidden}, {"ran", c.ran()},
+                     {"passed", c.passed()}, {"outcome", labkit::protocol::to_string(c.outcome)},
+                     {"message", c.message}, {"points", c.points},
                      {"max_points", c.max_points}, {"timing", c.timing}});
   json sanitizer = json::array();
   for (const SanitizerRun& run : lab.sanitizer) sanitizer.push_back(to_json(run));
   return {{"id", lab.id}, {"name", lab.name}, {"title", lab.title}, {"status", to_string(lab.status)},
           {"note", lab.note}, {"build_log", lab.build_log}, {"run_log", lab.run_log}, {"device", lab.device},
           {"points", lab.points}, {"max_points", lab.max_points}, {"cases", cases}, {"sanitizer", sanitizer}};
+}
+
+// Results saved before cases had an outcome say only whether the case ran and passed.
+static Outcome outcome_from_json(const json& c) {
+  if (const auto outcome = labkit::protocol::outcome_from_string(c.value("outcome", ""))) return *outcome;
+  return c.at("passed").get<bool>() ? Outcome::passed : c.at("ran").get<bool>() ? Outcome::failed : Outcome::not_run;
 }
 
 LabResult lab_from_json(const json& j) {
@@ -152,7 +159,7 @@ LabResult lab_from_json(const json& j) {
   lab.run_log = j.at("run_log");
   lab.device = j.at("device");
   for (const json& c : j.at("cases"))
-    lab.cases.push_back({c.at("name"), c.at("kind"), c.at("hidden"), c.at("ran"), c.at("passed"), c.at("message"),
+    lab.cases.push_back({c.at("name"), c.at("kind"), c.at("hidden"), outcome_from_json(c), c.at("message"),
                          c.at("points"), c.at("max_points"), c.at("timing")});
   for (const json& run : j.value("sanitizer", json::array())) lab.sanitizer.push_back(sanitizer_run_from_json(run));
   add_totals(lab);
@@ -190,8 +197,8 @@ std::string to_text(const Report& report, bool show_hidden_details) {
     out << "  correctness: " << passed << " of " << total << " cases passed\n";
     {
       for (const CaseResult& c : lab.cases) {
-        if (c.kind != "correctness" || c.passed) continue;
-        out << "    " << (c.ran ? "FAIL " : "NOT RUN ") << c.name << ": "
+        if (c.kind != "correctness" || c.passed()) continue;
+        out << "    " << (c.ran() ? "FAIL " : "NOT RUN ") << c.name << ": "
             << visible_message(c, show_hidden_details) << "\n";
       }
     }
@@ -229,7 +236,7 @@ std::string to_markdown(const Report& report, bool show_hidden_details) {
       for (char& ch : details)
         if (ch == '|' || ch == '\n') ch = ' ';
       out << "| " << c.name << (c.hidden ? " (hidden)" : "") << " | " << c.kind << " | "
-          << (c.passed ? "pass" : c.ran ? "fail" : "not run") << " | "
+          << (c.passed() ? "pass" : c.ran() ? "fail" : "not run") << " | "
           << format("%.1f / %.1f", c.points, c.max_points) << " | " << details << " |\n";
     }
     if (!lab.sanitizer.empty()) {

@@ -2,6 +2,8 @@
 // formats) is written from these structs.
 #pragma once
 
+#include "labkit/outcome.h"
+
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -21,16 +23,21 @@ enum class LabStatus {
 
 std::string to_string(LabStatus status);
 
+using labkit::protocol::Outcome;
+
 struct CaseResult {
   std::string name;
   std::string kind;  // "correctness" or "performance"
   bool hidden = false;
-  bool ran = false;
-  bool passed = false;
+  Outcome outcome = Outcome::not_run;  // not run: `message` says why; never counted as a failure
   std::string message;
   double points = 0;
   double max_points = 0;
   nlohmann::json timing;  // performance cases: the runner's record
+
+  bool passed() const { return outcome == Outcome::passed; }
+  bool ran() const { return outcome != Outcome::not_run; }
+  bool failed() const { return labkit::protocol::is_failure(outcome); }
 };
 
 // One finding of compute-sanitizer, located in the student's source where the tool could say.

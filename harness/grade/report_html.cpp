@@ -69,12 +69,12 @@ svg text.label { font-weight: 600; paint-order: stroke; stroke: #fff; stroke-wid
 )";
 
 std::string badge(const CaseResult& c) {
-  if (c.passed) return R"(<span class="badge pass">pass</span>)";
-  return c.ran ? R"(<span class="badge fail">fail</span>)" : R"(<span class="badge none">not run</span>)";
+  if (c.passed()) return R"(<span class="badge pass">pass</span>)";
+  return c.ran() ? R"(<span class="badge fail">fail</span>)" : R"(<span class="badge none">not run</span>)";
 }
 
 std::string visible_message(const CaseResult& c, bool show_hidden_details) {
-  if (!c.hidden || show_hidden_details || c.passed) return c.message;
+  if (!c.hidden || show_hidden_details || c.passed()) return c.message;
   return "hidden case: details are withheld";
 }
 

@@ -1,6 +1,7 @@
 #include "slurm.h"
 
 #include "labkit/fingerprint.h"
+#include "labkit/protocol.h"
 #include "process.h"
 
 #include <fcntl.h>
@@ -61,7 +62,7 @@ void write_text(const fs::path& path, const std::string& text, fs::perms perms) 
 // environment, so sbatch's default --export=ALL cannot carry it into a job) and returns what it
 // printed; throws with that output when it fails.
 std::string slurm_command(const std::vector<std::string>& argv, const fs::path& log) {
-  const ChildRequest request{argv, {}, {"LABKIT_SECRET"}, log.string(), {}, false, {}};
+  const ChildRequest request{argv, {}, {labkit::protocol::env::secret}, log.string(), {}, false, {}};
   const ChildOutcome outcome = run_child(request, {120, 120});
   if (outcome.exit_code != 0 || outcome.timed_out)
     throw std::runtime_error(argv[0] + " " + outcome.describe() + ": " + outcome.output_tail);

@@ -44,6 +44,10 @@ Case read_case(const YAML::Node& node, const YAML::Node& defaults, const std::st
       const auto key = entry.first.as<std::string>();
       if (!core_keys.count(key)) c.params[key] = entry.second.as<std::string>();
     }
+  // A case repeated no times makes no call: it would pass while checking nothing.
+  if (c.has("repeats") && c.integer("repeats") < 1)
+    throw std::invalid_argument("case '" + c.name + "' has repeats: " + c.params.at("repeats") +
+                                ", so it would make no call and pass while checking nothing (write 1 or more)");
   return c;
 }
 

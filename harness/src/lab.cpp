@@ -6,46 +6,36 @@
 
 #include "labkit/calibration.h"
 #include "labkit/fingerprint.h"
+#include "labkit/gpu_lock.h"
+#include "labkit/protocol.h"
 #include "labkit/results.h"
 
 #include "child_process.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <sys/file.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <sstream>
 
 namespace labkit {
 
 namespace {
+
+using protocol::Outcome;
 
 struct Thresholds {
   double zero_credit = 0;
   double full_credit = 1;
 };
 
-struct RunnerOptions {
-  std::string student, reference, dataset, export_dir, host, rubric, calibration_dir, kit_fingerprint;
-  std::vector<std::string> forbidden_libraries;
-  std::vector<std::string> host_wrapper;  // a tool the submission's host runs under (--host-wrapper, repeated)
-  double tool_slowdown = 1;               // the tool's slowdown: call and start limits grow by it
-  bool profile = false;                   // performance cases: one untimed call of the student's side
-  double call_seconds = 5;
-  bool calibrate = false;    // time the reference only, and store it
-  bool time_failed = false;  // time even after a correctness case failed
-};
+using RunnerOptions = protocol::RunnerArguments;
 
 struct RunnerState {
   RunnerOptions options;
@@ -131,7 +121,7 @@ void report_sandbox_once() {
   HostProcess& host = *state().student;
   if (state().sandbox_reported || host.sandbox().empty()) return;
   state().sandbox_reported = true;
-  emit_result({{"type", "sandbox"}, {"description", host.sandbox()}});
+  emit_result(protocol::SandboxRecord{host.sandbox()});
 }
 
 // The GPU's read bandwidth: from the calibration cache, else measured (about a second).
@@ -233,12 +223,29 @@ const Dataset& dataset() { return state().dataset; }
 const std::string& export_dir() { return state().options.export_dir; }
 void make_directories(const std::string& path) { std::filesystem::create_directories(path); }
 
-void verdict(const Case& c, bool passed, const std::string& message) {
+// A correctness case's outcome, on the channel, in the run log and to doctest: a failure (or
+// a hang) fails the doctest check; a case that could not run is only a message.
+static void report_case(const Case& c, Outcome outcome, const std::string& message) {
   if (state().student) report_sandbox_once();
-  if (!passed && c.kind == "correctness") ++state().correctness_failures;
-  emit_result({{"type", "correctness"}, {"case", c.name}, {"passed", passed}, {"message", message}});
-  std::printf("[%7.2f s] %-28s %s\n", seconds_running(), c.name.c_str(), passed ? "passed" : "failed");
-  CHECK_MESSAGE(passed, c.name << " (" << c.label() << "): " << message);
+  if (protocol::is_failure(outcome) && c.kind == "correctness") ++state().correctness_failures;
+  emit_result(protocol::CorrectnessRecord{c.name, outcome, message});
+  std::printf("[%7.2f s] %-28s %s\n", seconds_running(), c.name.c_str(),
+              outcome == Outcome::not_run ? message.c_str() : protocol::to_string(outcome));
+  if (outcome == Outcome::not_run)
+    MESSAGE(c.name << ": " << message);
+  else
+    CHECK_MESSAGE(outcome == Outcome::passed, c.name << " (" << c.label() << "): " << message);
+}
+
+void verdict(const Case& c, bool passed, const std::string& message) {
+  report_case(c, passed ? Outcome::passed : Outcome::failed, message);
+}
+
+void not_run(const Case& c, const std::string& why) {
+  if (c.kind != "performance") return report_case(c, Outcome::not_run, why);
+  emit_result(protocol::PerformanceRecord{c.name, Outcome::not_run, why});
+  std::printf("[%7.2f s] %-24s %s\n", seconds_running(), c.name.c_str(), why.c_str());
+  MESSAGE(c.name << ": " << why);
 }
 
 // After an error such as an illegal address in the checks' own context every later CUDA
@@ -246,7 +253,7 @@ void verdict(const Case& c, bool passed, const std::string& message) {
 // them again in fresh processes. (The submission's errors happen in its own process.)
 [[noreturn]] static void stop_after_lost_context() {
   std::fflush(stdout);
-  std::_Exit(context_lost_exit_code);
+  std::_Exit(protocol::exit_status::context_lost);
 }
 
 static bool context_lost() {
@@ -254,15 +261,18 @@ static bool context_lost() {
   return cudaDeviceSynchronize() != cudaSuccess;
 }
 
-// Tells the grader what is starting, so that a person at a terminal sees it (grader.cpp).
+// Tells the grader what is starting, so that a person at a terminal sees it (harness/grade/progress.h).
 static void report_progress(const Case& c, const char* stage) {
-  emit_result({{"type", "progress"}, {"kind", c.kind}, {"case", c.name}, {"stage", stage}});
+  emit_result(protocol::ProgressRecord{c.kind, c.name, stage});
 }
 
 void run_case(const Case& c, const std::function<void()>& body) {
   report_progress(c, "checking");
   try {
     body();
+  } catch (const SubmissionFailure& failure) {  // the submission's process: failed, hung or refused
+    report_case(c, failure.outcome(), failure.what());
+    if (context_lost()) stop_after_lost_context();
   } catch (const std::exception& error) {
     verdict(c, false, error.what());
     if (context_lost()) stop_after_lost_context();
@@ -276,29 +286,16 @@ void run_case(const Case& c, const std::function<void()>& body) {
 // for one exclusive has given up its shared hold on it first (flock converts by unlocking).
 // A runner of one GPU holds one lock, and the grader runs one several-GPU lab at a time,
 // which takes its locks in order: no two runners ever wait for each other.
-static const std::vector<int>& gpu_lock_fds() {
-  static const std::vector<int> fds = [] {
-    std::vector<int> opened;
-    const char* paths = std::getenv("LABKIT_GPU_LOCK");
-    std::stringstream list(paths != nullptr ? paths : "");
-    for (std::string path; std::getline(list, path, ':');)
-      if (!path.empty()) opened.push_back(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    return opened;
-  }();
+// The locks are opened once, at the runner's start (open_gpu_locks: one that cannot be opened
+// stops the runner with a fault, as timing without it would not have the GPU alone).
+static std::vector<int>& gpu_lock_fds() {
+  static std::vector<int> fds;
   return fds;
-}
-
-static void hold_gpu(int how) {
-  for (const int fd : gpu_lock_fds()) {
-    if (fd < 0) continue;
-    while (::flock(fd, how) != 0 && errno == EINTR) {
-    }
-  }
 }
 
 void hold_gpu_alone() {
   static bool holding_alone = false;
-  if (!holding_alone) hold_gpu(LOCK_EX);
+  if (!holding_alone) lock_gpus(gpu_lock_fds(), LOCK_EX);
   holding_alone = true;
 }
 
@@ -309,7 +306,7 @@ bool timing_wanted(const Case& c) {
     return true;
   }
   const std::string why = "not timed: " + std::to_string(s.correctness_failures) + " correctness case(s) failed";
-  emit_result({{"type", "performance"}, {"case", c.name}, {"skipped", why}});
+  emit_result(protocol::PerformanceRecord{c.name, Outcome::not_run, why});
   std::printf("[%7.2f s] %-24s %s\n", seconds_running(), c.name.c_str(), why.c_str());
   return false;
 }
@@ -328,7 +325,7 @@ static void profile_once(const Case& c, const PerfSubject& student_side) {
   } catch (const std::exception& failure) {
     error = failure.what();
   }
-  emit_result({{"type", "profiled"}, {"case", c.name}, {"output_ok", error.empty()}, {"message", error}});
+  emit_result(protocol::ProfiledRecord{c.name, error.empty(), error});
   std::printf("[%7.2f s] %-24s profiled one call%s\n", seconds_running(), c.name.c_str(),
               error.empty() ? "" : (": " + error).c_str());
 }
@@ -340,8 +337,7 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   if (!timing_wanted(c)) return;
   report_progress(c, s.options.profile ? "profiling" : "timing");
   if (s.options.profile) return profile_once(c, student_side);
-  nlohmann::json record = {{"type", s.options.calibrate ? "calibration" : "performance"}, {"case", c.name},
-                           {"bytes", bytes_moved}};
+  nlohmann::json record = {{"bytes", bytes_moved}};
   const double peak = peak_read_gbps();
   record["peak_read_gbps"] = peak;
   if (work.flops > 0) record.update({{"flops", work.flops}, {"peak_fp32_gflops", current_device().peak_fp32_gflops}});
@@ -352,7 +348,7 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   record["reference"] = reference.json;
   record["reference_source"] = reference.source;
   if (s.options.calibrate) {
-    emit_result(record);
+    emit_result(protocol::PerformanceRecord{c.name, Outcome::passed, "", record, true});
     print_line(c, record);
     return;
   }
@@ -381,8 +377,8 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   }
   const bool lost = context_lost();
   record["output_ok"] = student_error.empty();
-  record["message"] = student_error;
-  emit_result(record);
+  emit_result(protocol::PerformanceRecord{c.name, student_error.empty() ? Outcome::passed : Outcome::failed,
+                                          student_error, record});
   print_line(c, record);
   CHECK_MESSAGE(student_error.empty(), c.name << ": " << student_error);
   if (lost) stop_after_lost_context();
@@ -397,73 +393,33 @@ struct RunnerArguments {
   labkit::Requirements needs;
   std::uint64_t seed = 0;
   bool listing_only = false;
-  std::vector<char*> doctest_argv;
+  std::vector<std::string> doctest_arguments;  // argv[0], then what is not the runner's
 };
 
-bool take_value(const char* flag, int& i, int argc, char** argv, std::string& out) {
-  const std::size_t length = std::strlen(flag);
-  if (std::strncmp(argv[i], flag, length) != 0) return false;
-  if (argv[i][length] == '=') {
-    out = argv[i] + length + 1;
-    return true;
-  }
-  if (argv[i][length] == '\0' && i + 1 < argc) {
-    out = argv[++i];
-    return true;
-  }
-  return false;
-}
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream stream(text);
-  for (std::string item; std::getline(stream, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
-// The runner's own flags; everything else goes to doctest. The seed may also come from
-// LABKIT_RUN_SEED, so that the grader need not put it on a command line other processes see.
+// The runner's own flags (labkit/protocol.h); everything else goes to doctest. The seed comes
+// from LABKIT_RUN_SEED unless --seed gives it, so that the grader need not put it on a command
+// line other processes see.
 RunnerArguments parse_arguments(int argc, char** argv) {
+  using labkit::protocol::env::run_seed;
   RunnerArguments args;
+  args.options = labkit::protocol::RunnerArguments::parse(std::vector<std::string>(argv + 1, argv + argc));
   labkit::RunnerOptions& o = args.options;
-  args.doctest_argv.push_back(argv[0]);
-  if (const char* seed = std::getenv("LABKIT_RUN_SEED")) args.seed = std::stoull(seed);
-  unsetenv("LABKIT_RUN_SEED");
-  for (int i = 1; i < argc; ++i) {
-    std::string value;
-    if (take_value("--student", i, argc, argv, o.student) || take_value("--reference", i, argc, argv, o.reference) ||
-        take_value("--dataset", i, argc, argv, o.dataset) || take_value("--export", i, argc, argv, o.export_dir) ||
-        take_value("--host", i, argc, argv, o.host) || take_value("--rubric", i, argc, argv, o.rubric) ||
-        take_value("--calibration", i, argc, argv, o.calibration_dir) ||
-        take_value("--kit-fingerprint", i, argc, argv, o.kit_fingerprint))
-      continue;
-    if (take_value("--seed", i, argc, argv, value)) {
-      args.seed = std::stoull(value);
-    } else if (take_value("--forbidden-libraries", i, argc, argv, value)) {
-      o.forbidden_libraries = split_commas(value);
-    } else if (take_value("--host-wrapper", i, argc, argv, value)) {
-      o.host_wrapper.push_back(value);
-    } else if (take_value("--tool-slowdown", i, argc, argv, value)) {
-      o.tool_slowdown = std::max(1.0, std::stod(value));
-    } else if (std::strcmp(argv[i], "--profile") == 0) {
-      o.profile = true;
-    } else if (take_value("--call-time-limit", i, argc, argv, value)) {
-      o.call_seconds = std::stod(value);
-    } else if (take_value("--min-compute-capability", i, argc, argv, value)) {
-      std::sscanf(value.c_str(), "%d.%d", &args.needs.major, &args.needs.minor);
-    } else if (take_value("--min-gpus", i, argc, argv, value)) {
-      args.needs.gpus = std::stoi(value);
-    } else if (std::strcmp(argv[i], "--calibrate") == 0) {
-      o.calibrate = true;
-    } else if (std::strcmp(argv[i], "--time-failed") == 0) {
-      o.time_failed = true;
-    } else {
-      const std::string arg = argv[i];
-      for (const char* listing : {"-ltc", "--list-test-cases", "-lts", "--list-test-suites", "-h", "--help", "-?"})
-        if (arg.rfind(listing, 0) == 0) args.listing_only = true;
-      args.doctest_argv.push_back(argv[i]);
-    }
+  if (const char* seed = std::getenv(run_seed)) args.seed = std::stoull(seed);
+  unsetenv(run_seed);
+  if (o.seed) args.seed = *o.seed;
+  if (!o.min_compute_capability.empty())
+    std::sscanf(o.min_compute_capability.c_str(), "%d.%d", &args.needs.major, &args.needs.minor);
+  if (o.min_gpus > 0) args.needs.gpus = o.min_gpus;
+  // doctest's own flags, the suite and subcases included, as doctest spells them.
+  args.doctest_arguments.push_back(argv[0]);
+  labkit::protocol::RunnerArguments doctest_only;
+  doctest_only.test_suite = o.test_suite;
+  doctest_only.subcases = o.subcases;
+  doctest_only.doctest = o.doctest;
+  for (const std::string& argument : doctest_only.to_argv()) {
+    for (const char* listing : {"-ltc", "--list-test-cases", "-lts", "--list-test-suites", "-h", "--help", "-?"})
+      if (argument.rfind(listing, 0) == 0) args.listing_only = true;
+    args.doctest_arguments.push_back(argument);
   }
   return args;
 }
@@ -507,35 +463,46 @@ void load_state(const RunnerArguments& args) {
 
 int main(int argc, char** argv) {
   using namespace labkit;
+  namespace exit_status = protocol::exit_status;
   seconds_running();
   open_result_channel_from_environment();
-  hold_gpu(LOCK_SH);  // before this process does anything on the GPU
-  RunnerArguments args = parse_arguments(argc, argv);
-  doctest::Context context(int(args.doctest_argv.size()), args.doctest_argv.data());
+  RunnerArguments args;
+  try {
+    const char* locks = std::getenv(protocol::env::gpu_lock);
+    gpu_lock_fds() = open_gpu_locks(locks != nullptr ? locks : "");
+    lock_gpus(gpu_lock_fds(), LOCK_SH);  // before this process does anything on the GPU
+    args = parse_arguments(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "labkit runner: %s\n", error.what());
+    emit_result(protocol::FaultRecord{error.what()});
+    return exit_status::runner_fault;
+  }
+  std::vector<char*> doctest_argv;
+  for (std::string& argument : args.doctest_arguments) doctest_argv.push_back(argument.data());
+  doctest::Context context(int(doctest_argv.size()), doctest_argv.data());
   if (args.listing_only) return context.run();
 
   if (const auto reason = why_unsupported(args.needs)) {
     std::printf("SKIPPED: %s: these tests cannot run here\n", reason->c_str());
-    emit_result({{"type", "skipped"}, {"reason", *reason}});
-    return skip_exit_code;
+    emit_result(protocol::SkippedRecord{*reason});
+    return exit_status::skipped;
   }
   try {
     load_state(args);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "labkit runner: %s\n", error.what());
-    emit_result({{"type", "fault"}, {"message", error.what()}});
-    return 3;
+    emit_result(protocol::FaultRecord{error.what()});
+    return exit_status::runner_fault;
   }
   const DeviceInfo& device = current_device();
   std::printf("[%7.2f s] runner ready on %s\n", seconds_running(), device.name.c_str());
-  emit_result({{"type", "device"}, {"name", device.name},
-               {"compute_capability", std::to_string(device.major) + "." + std::to_string(device.minor)},
-               {"sm_count", device.sm_count}});
+  emit_result(protocol::DeviceRecord{device.name, std::to_string(device.major) + "." + std::to_string(device.minor),
+                                     device.sm_count});
   const int failures = context.run();
   if (state().student && !state().student->forbidden_seen().empty())
-    emit_result({{"type", "forbidden"}, {"library", state().student->forbidden_seen()}});
+    emit_result(protocol::ForbiddenRecord{state().student->forbidden_seen()});
   state().student.reset();  // ends the submission's process before we report done
   std::printf("[%7.2f s] done\n", seconds_running());
-  emit_result({{"type", "done"}, {"failures", failures}});
-  return failures;
+  emit_result(protocol::DoneRecord{failures});
+  return failures == 0 ? exit_status::ok : exit_status::failed;
 }

@@ -143,11 +143,11 @@ std::string RankGroup::mpirun_log_tail() const {
   return text.empty() ? "" : "; mpirun said:\n" + text;
 }
 
-[[noreturn]] void RankGroup::fail(const std::string& message) {
+[[noreturn]] void RankGroup::fail(const std::string& message, protocol::Outcome outcome) {
   usleep(200 * 1000);  // mpirun reports a rank's death a moment later
   const std::string full = message + mpirun_log_tail();
   stop();
-  throw SubmissionFailure(full);
+  throw SubmissionFailure(full, outcome);
 }
 
 void RankGroup::start() {
@@ -307,7 +307,8 @@ std::vector<wire::Reply> RankGroup::receive_all(double seconds) {
       ++hangs_;
       fail("your code did not return within " + std::to_string(int(seconds)) + " s on rank(s) " + names +
            " and was stopped (a kernel or loop that never ends, or ranks waiting in a collective that not every "
-           "rank calls?)");
+           "rank calls?)",
+           protocol::Outcome::hung);
     }
     for (std::size_t k = 0; k < waiting.size(); ++k) {
       if (waiting[k].revents == 0) continue;
@@ -325,7 +326,8 @@ std::vector<wire::Reply> RankGroup::receive_all(double seconds) {
 
 double RankGroup::call(std::vector<wire::Request> requests) {
   if (hangs_ >= options_.max_hangs)
-    throw SubmissionFailure("not run: " + std::to_string(hangs_) + " earlier calls never returned");
+    throw SubmissionFailure("not run: " + std::to_string(hangs_) + " earlier calls never returned",
+                            protocol::Outcome::not_run);
   if (requests.size() != std::size_t(options_.ranks)) throw std::logic_error("RankGroup::call: one request per rank");
   if (!running()) start();
   for (int r = 0; r < options_.ranks; ++r) {

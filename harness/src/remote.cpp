@@ -159,7 +159,8 @@ wire::Reply HostProcess::receive(double seconds, const char* doing) {
     stop();
     ++hangs_;
     throw SubmissionFailure("your code did not return within " + std::to_string(int(seconds)) + " s " + doing +
-                            " and was stopped (a kernel or loop that never ends?)");
+                            " and was stopped (a kernel or loop that never ends?)",
+                            protocol::Outcome::hung);
   }
   wire::Reply reply;
   const ssize_t received = recv(socket_, &reply, sizeof reply, 0);
@@ -235,7 +236,8 @@ void HostProcess::check_libraries() {
 
 wire::Reply HostProcess::request(const wire::Request& request) {
   if (hangs_ >= options_.max_hangs)
-    throw SubmissionFailure("not run: " + std::to_string(hangs_) + " earlier calls never returned");
+    throw SubmissionFailure("not run: " + std::to_string(hangs_) + " earlier calls never returned",
+                            protocol::Outcome::not_run);
   if (pid_ <= 0) start();
   unmap_freed();
   map_buffers(request);

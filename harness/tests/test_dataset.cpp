@@ -53,4 +53,14 @@ performance:
                       doctest::Contains("cannot read size"));
     CHECK_THROWS_WITH(labkit::load_dataset("/nonexistent/file.yaml"), doctest::Contains("cannot read dataset"));
   }
+
+  TEST_CASE("a case repeated no times is refused: it would make no call and pass") {
+    CHECK_THROWS_WITH(labkit::load_dataset(write_temp("correctness:\n  - {name: dot-0, n: 7, repeats: 0}\n")),
+                      doctest::Contains("case 'dot-0' has repeats: 0"));
+    CHECK_THROWS_WITH(
+        labkit::load_dataset(write_temp("defaults: {repeats: 0}\ncorrectness:\n  - {name: a, n: 7}\n")),
+        doctest::Contains("pass while checking nothing"));
+    CHECK(labkit::load_dataset(write_temp("correctness:\n  - {name: a, n: 7, repeats: 1}\n"))
+              .correctness[0].integer("repeats") == 1);
+  }
 }

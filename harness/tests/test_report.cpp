@@ -6,10 +6,10 @@ namespace {
 grade::Report sample_report() {
   grade::LabResult lab{"01", "histogram", "Histogram"};
   grade::CaseResult pass{"a", "correctness"};
-  pass.ran = pass.passed = true;
+  pass.outcome = grade::Outcome::passed;
   pass.points = pass.max_points = 30;
   grade::CaseResult hidden_fail{"b", "correctness", true};
-  hidden_fail.ran = true;
+  hidden_fail.outcome = grade::Outcome::failed;
   hidden_fail.message = "bin 3 expected 4, got 5";
   hidden_fail.max_points = 30;
   grade::CaseResult perf{"p", "performance"};
@@ -41,8 +41,35 @@ TEST_SUITE("report") {
     for (const char* key : {"id", "name", "title", "status", "note", "points", "max_points", "cases", "build_log"})
       CHECK_MESSAGE(lab.contains(key), key);
     CHECK(lab["status"] == "graded");
-    for (const char* key : {"name", "kind", "hidden", "ran", "passed", "message", "points", "max_points"})
+    for (const char* key : {"name", "kind", "hidden", "ran", "passed", "outcome", "message", "points", "max_points"})
       CHECK_MESSAGE(lab["cases"][0].contains(key), key);
+    CHECK(lab["cases"][0]["outcome"] == "passed");
+    CHECK(lab["cases"][1]["outcome"] == "failed");
+    CHECK(lab["cases"][2]["outcome"] == "not run");
+  }
+
+  TEST_CASE("a case's outcome survives saving, and results saved without one are read by ran and passed") {
+    const grade::LabResult back = grade::lab_from_json(grade::to_json(sample_report().labs[0]));
+    CHECK(back.cases[0].outcome == grade::Outcome::passed);
+    CHECK(back.cases[1].outcome == grade::Outcome::failed);
+    CHECK(back.cases[2].outcome == grade::Outcome::not_run);
+    nlohmann::json old = grade::to_json(sample_report().labs[0]);
+    for (auto& c : old["cases"]) c.erase("outcome");
+    const grade::LabResult old_back = grade::lab_from_json(old);
+    CHECK(old_back.cases[0].outcome == grade::Outcome::passed);
+    CHECK(old_back.cases[1].outcome == grade::Outcome::failed);
+    CHECK(old_back.cases[2].outcome == grade::Outcome::not_run);
+  }
+
+  TEST_CASE("a case that could not run is shown as not run, never as a failure") {
+    grade::Report report = sample_report();
+    grade::CaseResult no_mpi{"mpi-1", "correctness"};
+    no_mpi.outcome = grade::Outcome::not_run;
+    no_mpi.message = "not run: needs MPI (mpirun is not on PATH)";
+    report.labs[0].cases.push_back(no_mpi);
+    CHECK(grade::to_text(report, true).find("NOT RUN mpi-1") != std::string::npos);
+    CHECK(grade::to_text(report, true).find("FAIL mpi-1") == std::string::npos);
+    CHECK(grade::to_markdown(report, true).find("| mpi-1 | correctness | not run |") != std::string::npos);
   }
 
   TEST_CASE("a hidden case's details are withheld from students but not instructors") {

@@ -240,9 +240,11 @@ SortOutput run_student_sort_explained(const Case& c, const Keys& input, size_t t
   } catch (const labkit::SubmissionFailure& failure) {
     const std::string message = failure.what();
     if (is_hang(message))
-      throw labkit::SubmissionFailure(message + ". On " + std::to_string(c.n) + " keys, " + why_too_slow(c));
+      throw labkit::SubmissionFailure(message + ". On " + std::to_string(c.n) + " keys, " + why_too_slow(c),
+                                      failure.outcome());
     if (is_refused_after_hangs(message))
-      throw labkit::SubmissionFailure(message + " (the first cases that were stopped say why; fix those first)");
+      throw labkit::SubmissionFailure(message + " (the first cases that were stopped say why; fix those first)",
+                                      failure.outcome());
     throw;
   }
 }

@@ -245,8 +245,7 @@ std::string diagnose(const std::string& one_gpu, const std::string& two_gpus, bo
 void check_solve(const Case& c) {
   // Without a second GPU a 2-GPU call could only be run on one: never a pass.
   if (labkit::device_count() < 2) {
-    labkit::verdict(c, false, "not run: this lab needs 2 GPUs, this machine has " +
-                                  std::to_string(labkit::device_count()));
+    labkit::not_run(c, "not run: this lab needs 2 GPUs, this machine has " + std::to_string(labkit::device_count()));
     return;
   }
   const System s = make_system(c);

@@ -7,7 +7,6 @@
 
 #include <labkit/lab.h>
 #include <labkit/rank_group.h>
-#include <labkit/results.h>
 #include <labkit/variants.h>
 
 #include <algorithm>
@@ -415,12 +414,7 @@ double call_mpi_allreduce(labkit::RankGroup& group, const std::vector<float*>& d
 
 // A part-2 case that cannot run here: reported as not run, never as passed. It is not a
 // failed case either, so part 1's timing goes ahead on a machine without MPI.
-void report_not_run(const Case& c, const std::string& why) {
-  labkit::emit_result({{"type", c.kind}, {"case", c.name}, {"passed", false}, {"message", why},
-                       {"output_ok", false}, {"skipped", why}});
-  std::printf("%-28s %s\n", c.name.c_str(), why.c_str());
-  MESSAGE(c.name << ": " << why);
-}
+void report_not_run(const Case& c, const std::string& why) { labkit::not_run(c, why); }
 
 void export_first_call(const Case& c) {
   const size_t offset = size_t(c.integer("offset", 0));

@@ -1,6 +1,8 @@
 // What the current GPU is, and whether there is one at all.
 #pragma once
 
+#include "labkit/exit_status.h"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -58,12 +60,8 @@ private:
   int previous_ = 0;
 };
 
-// Exit code by which Meson (and the grader) recognise a skipped test.
-constexpr int skip_exit_code = 77;
-
-// Exit code of a runner that stopped because a CUDA error left the GPU context unusable
-// (an illegal address, a trap...): every later CUDA call would fail, so the grader runs the
-// cases that had not reported again, each in a fresh process.
-constexpr int context_lost_exit_code = 86;
+// Exit code by which Meson (and the grader) recognise a skipped test: a benchmark's name for
+// labkit/protocol.h's exit_status::skipped, where every exit status is defined.
+constexpr int skip_exit_code = protocol::exit_status::skipped;
 
 }  // namespace labkit

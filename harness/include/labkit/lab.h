@@ -86,9 +86,14 @@ void export_array(const Case& c, const std::string& name, const std::vector<T>& 
 // wrong and, where the failure's signature allows, gives a hint.
 void verdict(const Case& c, bool passed, const std::string& message = {});
 
+// Records that a case could not run here (`why`: "not run: needs MPI (...)"): reported as not
+// run, never as passed or failed, and it does not stop the performance cases from being timed.
+// A correctness or a performance case, by its kind.
+void not_run(const Case& c, const std::string& why);
+
 // Runs `body` for one case, turning a CUDA error, a crash or hang of the submission's process
-// or any other exception into a failed verdict with its message instead of losing the
-// remaining cases.
+// or any other exception into a verdict with its message instead of losing the remaining
+// cases: failed, or hung or not run as the SubmissionFailure says.
 void run_case(const Case& c, const std::function<void()>& body);
 
 // Waits until this run has its GPUs to itself, and keeps them so to its end: the grader may

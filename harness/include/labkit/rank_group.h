@@ -12,6 +12,7 @@
 // CUDA's start-up, before it loads the submission (labkit/rank_host.h).
 #pragma once
 
+#include "labkit/outcome.h"
 #include "labkit/wire.h"
 
 #include <sys/types.h>
@@ -81,7 +82,7 @@ private:
   void map_buffers(Rank& rank, int index, const wire::Request& request);
   void unmap_freed(Rank& rank, int index);
   std::vector<wire::Reply> receive_all(double seconds);
-  [[noreturn]] void fail(const std::string& message);
+  [[noreturn]] void fail(const std::string& message, protocol::Outcome outcome = protocol::Outcome::failed);
   std::string mpirun_log_tail() const;
 
   RankGroupOptions options_;

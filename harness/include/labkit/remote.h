@@ -7,6 +7,7 @@
 #pragma once
 
 #include "labkit/cuda_check.h"
+#include "labkit/outcome.h"
 #include "labkit/shared_memory.h"
 #include "labkit/wire.h"
 
@@ -20,9 +21,16 @@
 namespace labkit {
 
 // Something the submission's process did that ends the call: the message says what.
+// The submission's process failed a call: `outcome` says how the case ends (failed; hung: the
+// call never returned; not run: refused after earlier hangs).
 class SubmissionFailure : public std::runtime_error {
 public:
-  using std::runtime_error::runtime_error;
+  explicit SubmissionFailure(const std::string& message, protocol::Outcome outcome = protocol::Outcome::failed)
+      : std::runtime_error(message), outcome_(outcome) {}
+  protocol::Outcome outcome() const { return outcome_; }
+
+private:
+  protocol::Outcome outcome_;
 };
 
 struct HostOptions {

@@ -1,0 +1,222 @@
+#include "compile.h"
+
+#include "intake.h"
+#include "labkit/fingerprint.h"
+#include "labkit/protocol.h"
+#include "process.h"
+#include "score.h"
+#include "text.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+
+namespace fs = std::filesystem;
+
+namespace grade {
+
+namespace {
+
+namespace protocol = labkit::protocol;
+
+constexpr int build_time_limit_seconds = 300;
+constexpr std::size_t build_log_shown_bytes = 5000;
+
+std::string tail(const std::string& text, std::size_t bytes) {
+  return text.size() <= bytes ? text : "[...]\n" + text.substr(text.size() - bytes);
+}
+
+// What one compiled module is made of: the lab's own (module.so), or one of its `modules:`.
+struct ModuleSources {
+  std::vector<std::string> files, nvcc_flags, libraries, forbidden;
+  std::string output;  // its file name in the lab's work folder
+};
+
+ModuleSources lab_module(const LabSpec& lab) {
+  return {lab.module_files(), lab.nvcc_flags, lab.link_libraries, lab.forbidden, "module.so"};
+}
+
+// Beside one of `modules:` that did not compile: what its cases say instead of running
+// (labkit::why_ranks_cannot_run reads it).
+fs::path failed_marker(const fs::path& lab_work, const ModuleSources& module) {
+  return lab_work / (module.output + ".failed");
+}
+
+// The lab's own module, and each of `modules:` whose loader this build has. Where it has
+// none (the kit found no MPI), a module left by an earlier build goes, so the checks see none.
+std::vector<ModuleSources> modules_to_build(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work) {
+  std::vector<ModuleSources> modules = {lab_module(lab)};
+  for (const ExtraModule& extra : lab.modules) {
+    ModuleSources sources{extra.files, extra.nvcc_flags, {}, extra.forbidden, "module-" + extra.name + ".so"};
+    std::error_code ignored;
+    if (fs::exists(fs::path(tc.build_root) / "labs" / extra.loader)) {
+      modules.push_back(sources);
+    } else {
+      fs::remove(lab_work / sources.output, ignored);
+      fs::remove(failed_marker(lab_work, sources), ignored);
+    }
+  }
+  return modules;
+}
+
+// Stages only the declared student files, so a submission's own copy of the contract header
+// is never used.
+void stage_student_files(const LabSpec& lab, const std::string& student_dir, const fs::path& lab_work) {
+  const fs::path staged = lab_work / "src";
+  fs::remove_all(staged);
+  fs::create_directories(staged);
+  for (const std::string& file : lab.student_files)
+    fs::copy_file(fs::path(student_dir) / file, staged / file, fs::copy_options::overwrite_existing);
+}
+
+// Compiles staged files into a module the runner (or a program it starts) loads.
+bool build_module(const LabSpec& lab, const ModuleSources& module, const std::string& student_dir,
+                  const Toolchain& tc, const fs::path& lab_work, std::string& log) {
+  const fs::path staged = lab_work / "src";
+  std::vector<std::string> argv = {tc.nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3"};
+  argv.insert(argv.end(), tc.cuda_flags.begin(), tc.cuda_flags.end());
+  argv.insert(argv.end(), module.nvcc_flags.begin(), module.nvcc_flags.end());  // lab.yaml `build:`
+  argv.push_back("-I" + (fs::path(tc.source_root) / "labs" / lab.dir).string());
+  for (const std::string& file : module.files) argv.push_back((staged / file).string());
+  for (const std::string& library : module.libraries) argv.push_back("-l" + library);
+  argv.insert(argv.end(), {"-o", (lab_work / module.output).string()});
+
+  const std::string log_name = module.output == "module.so" ? "build.log" : "build-" + module.output + ".log";
+  ChildRequest request{argv, {}, {protocol::env::secret}, (lab_work / log_name).string(), {}, false, {}};
+  const ChildOutcome outcome = run_child(request, {build_time_limit_seconds, 2 * build_time_limit_seconds});
+  log = tail(outcome.output_tail, build_log_shown_bytes);
+  // Name the student's own files in the diagnostics, not the staged copies.
+  const std::string staged_prefix = staged.string() + "/";
+  for (std::size_t at; (at = log.find(staged_prefix)) != std::string::npos;)
+    log.replace(at, staged_prefix.size(), (fs::path(student_dir) / "").string());
+  if (outcome.timed_out) log = "the compiler " + outcome.describe() + "\n" + log;
+  return outcome.exit_code == 0 && !outcome.timed_out;
+}
+
+// The lab's own module must compile, or nothing is graded: false, with the compiler's
+// messages in `log`. One of `modules:` that does not compile costs only its own cases (lab 13's
+// part 2 must not take part 1 with it): its module is removed, a marker says why, and its
+// messages go in `log`, which stays empty when everything compiled (warnings are not shown).
+bool build_modules(const LabSpec& lab, const std::string& student_dir, const Toolchain& tc, const fs::path& lab_work,
+                   std::string& log) {
+  stage_student_files(lab, student_dir, lab_work);
+  const std::vector<ModuleSources> modules = modules_to_build(lab, tc, lab_work);
+  if (!build_module(lab, modules.front(), student_dir, tc, lab_work, log)) return false;
+  log.clear();
+  for (auto module = modules.begin() + 1; module != modules.end(); ++module) {
+    std::error_code ignored;
+    fs::remove(failed_marker(lab_work, *module), ignored);
+    std::string messages;
+    if (build_module(lab, *module, student_dir, tc, lab_work, messages)) continue;
+    fs::remove(lab_work / module->output, ignored);
+    const std::string why = joined(module->files, ", ") + " did not compile";
+    std::ofstream(failed_marker(lab_work, *module)) << why;
+    log += why + " (its cases are not run; the rest of the lab is graded):\n" + messages;
+  }
+  return true;
+}
+
+// Signs of a library in the staged sources (an include) or in the compiled module (its
+// mangled namespace, or a link to it).
+struct LibrarySigns {
+  const char* name;
+  std::regex include;
+  std::vector<std::string> in_module;
+};
+
+const std::vector<LibrarySigns>& library_signs() {
+  static const std::vector<LibrarySigns> signs = {
+      {"cub", std::regex(R"(#\s*include\s*[<"]cub/)"), {"N3cub"}},
+      // CUB's own templates instantiate Thrust internals, so Thrust is recognised by its include.
+      {"thrust", std::regex(R"(#\s*include\s*[<"]thrust/)"), {}},
+      {"cublas", std::regex(R"(#\s*include\s*[<"]cublas_)"), {"libcublas.so", "cublasSgemm", "cublasGemmEx"}},
+      {"cublasLt", std::regex(R"(#\s*include\s*[<"]cublasLt)"), {"libcublasLt", "cublasLtMatmul"}},
+      {"cutlass", std::regex(R"(#\s*include\s*[<"]cutlass/)"), {"N7cutlass"}},
+      {"cute", std::regex(R"(#\s*include\s*[<"]cute/)"), {"N4cute"}},
+      {"nccl", std::regex(R"(#\s*include\s*[<"]nccl)"), {"libnccl", "ncclAllReduce", "ncclReduceScatter", "ncclCommInit"}},
+  };
+  return signs;
+}
+
+// The first forbidden library a module's rubric names that the submission uses, with where
+// it was seen; empty when none.
+std::string forbidden_use(const ModuleSources& module, const fs::path& lab_work) {
+  auto forbidden = [&](const LibrarySigns& library) {
+    return std::find(module.forbidden.begin(), module.forbidden.end(), library.name) != module.forbidden.end();
+  };
+  // Includes first: they name the library the student chose (Thrust's code contains CUB's).
+  for (const LibrarySigns& library : library_signs())
+    for (const std::string& file : module.files)
+      if (forbidden(library) && std::regex_search(labkit::file_bytes((lab_work / "src" / file).string()), library.include))
+        return std::string(library.name) + ", included in " + file;
+  const std::string compiled = labkit::file_bytes((lab_work / module.output).string());
+  for (const LibrarySigns& library : library_signs())
+    for (const std::string& sign : library.in_module)
+      if (forbidden(library) && compiled.find(sign) != std::string::npos)
+        return std::string(library.name) + ", seen in the compiled code (" + sign + ")";
+  return {};
+}
+
+std::string forbidden_use(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work) {
+  for (const ModuleSources& module : modules_to_build(lab, tc, lab_work)) {
+    if (!fs::exists(lab_work / module.output)) continue;  // did not compile: it never runs
+    if (const std::string found = forbidden_use(module, lab_work); !found.empty()) return found;
+  }
+  return {};
+}
+
+}  // namespace
+
+// The shared libraries of the rubric's forbidden ones, as the host's memory map names them:
+// the runner stops any call after which one of them is mapped.
+std::vector<std::string> forbidden_library_files(const LabSpec& lab) {
+  static const std::map<std::string, std::string> files = {{"cublas", "libcublas"}, {"cublasLt", "libcublasLt"}, {"nccl", "libnccl"}};
+  std::vector<std::string> list;
+  for (const std::string& name : lab.forbidden)
+    if (files.count(name)) list.push_back(files.at(name));
+  return list;
+}
+
+// What a lab's reference timings depend on, by source: the harness, the lab's checks and
+// rubric, its reference solution, its dataset, and the compiler flags. A rebuild of the same
+// sources keeps the calibration cache; any edit starts it over.
+std::string kit_fingerprint(const LabSpec& lab, const Toolchain& tc) {
+  std::vector<std::string> files;
+  const fs::path root(tc.source_root);
+  for (const fs::path& folder : {root / "harness" / "src", root / "harness" / "include" / "labkit", root / "labs" / lab.dir,
+                                 root / "solutions" / lab.dir})
+    for (const auto& entry : fs::directory_iterator(folder))
+      if (entry.is_regular_file()) files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  files.push_back(lab.dataset);
+  std::string flags;
+  for (const std::string& flag : tc.cuda_flags) flags += flag + " ";
+  return labkit::hex(labkit::hash_bytes(flags, labkit::hash_files(files)));
+}
+
+bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result) {
+  const LabSpec& lab = *job.lab;
+  result = LabResult{lab.id, lab.name, lab.title};
+  fs::create_directories(job.work_dir);
+  if (job.student_dir.empty()) {
+    result.status = LabStatus::missing_files;
+    result.note = "student files not found (expected: " + lab.student_files.front() + "): lab not graded";
+  } else if (const std::string refused = student_files_problem(job.student_dir, lab.student_files);
+             !refused.empty()) {
+    result.status = LabStatus::missing_files;
+    result.note = refused + " (lab not graded)";
+  } else if (!build_modules(lab, job.student_dir, toolchain, job.work_dir, result.build_log)) {
+    result.status = LabStatus::build_failed;
+    result.note = "your files did not compile; the compiler's messages are below";
+  } else if (const std::string found = forbidden_use(lab, toolchain, job.work_dir); !found.empty()) {
+    result.status = LabStatus::forbidden;
+    result.note = "uses a forbidden library, " + found + "; this lab teaches that kernel, so write it yourself";
+  }
+  if (result.status == LabStatus::graded) return true;
+  score_unrun(lab, result);
+  return false;
+}
+
+}  // namespace grade

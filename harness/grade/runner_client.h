@@ -1,0 +1,80 @@
+// The grader's side of a lab's runner: its command line and environment, starting it in a
+// child process, reading the records it sends (labkit/protocol.h), and running again, one
+// by one, the cases a crash left without a result.
+#pragma once
+
+#include "grader.h"
+#include "labkit/dataset.h"
+#include "labkit/protocol.h"
+#include "process.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace grade {
+
+// What one run of the runner reported, by record.
+struct Reports {
+  std::map<std::string, std::vector<labkit::protocol::CorrectnessRecord>> correctness;  // case name → its records
+  std::map<std::string, std::vector<labkit::protocol::PerformanceRecord>> performance;
+  bool done = false;
+  bool skipped = false;
+  std::string skip_reason;
+  std::string fault;
+  std::string sandbox;            // what the submission's process was confined by
+  std::string forbidden_library;  // loaded at run time despite the rubric
+  nlohmann::json device;
+  std::optional<labkit::protocol::ProfiledRecord> profiled;  // `grade profile`'s one call
+};
+
+struct RunOutcome {
+  ChildOutcome child;
+  Reports reports;
+};
+
+// What every run of one lab's checks shares.
+struct RunContext {
+  const LabSpec& lab;
+  const Toolchain& tc;
+  const GradeOptions& options;
+  std::filesystem::path lab_work;
+  int gpu;
+  std::filesystem::path module;  // what the host runs: the submission's, or the reference for calibration
+  std::string suites;
+};
+
+// Called with each record as it arrives (the terminal's status line).
+using RecordHandler = std::function<void(const labkit::protocol::Record&)>;
+
+// The lab's time limit: the command line's when given, else the rubric's.
+int time_limit(const LabSpec& lab, const GradeOptions& options);
+
+// The lab's runner (its checks) and its reference solution, as Meson builds them.
+std::filesystem::path runner_program(const LabSpec& lab, const Toolchain& tc);
+std::filesystem::path solution_module(const LabSpec& lab, const Toolchain& tc);
+
+// Limits for a lab's runner (its files may pass the cap on a child's files).
+ChildLimits runner_limits(int wall_seconds);
+
+// What every run of `context`'s checks passes the runner; a caller adds its own (a case, a tool).
+labkit::protocol::RunnerArguments runner_arguments(const RunContext& context);
+
+// Runs the runner with `arguments`, its output in lab_work/log_name, and reads its records.
+RunOutcome run_checks(const RunContext& context, const labkit::protocol::RunnerArguments& arguments,
+                      const std::string& log_name, int wall_seconds, const RecordHandler& on_record = {});
+
+// After a crash: each case that had not reported runs again in a process of its own.
+void rerun_missing(const RunContext& context, const labkit::Dataset& dataset, Reports& reports);
+
+// The logs a tool the host ran under wrote in `folder`, one per host start ("memcheck-1.log"):
+// all of them in start order, and their removal before a run.
+std::string read_tool_logs(const std::filesystem::path& folder, const std::string& tool);
+void remove_tool_logs(const std::filesystem::path& folder, const std::string& tool);
+
+}  // namespace grade

@@ -1,0 +1,131 @@
+#include "score.h"
+
+#include "labkit/stats.h"
+
+#include <cstdio>
+
+using nlohmann::json;
+
+namespace grade {
+
+namespace protocol = labkit::protocol;
+
+namespace {
+
+double correctness_share(const LabSpec& lab, std::size_t case_count) {
+  return case_count == 0 ? 0 : lab.correctness_points / double(case_count);
+}
+
+// The timing floor: no honest implementation reads its input faster than the measured
+// bandwidth allows; 10% over it leaves room for measurement noise.
+bool faster_than_memory(const json& record) {
+  const double peak = record.value("peak_read_gbps", 0.0);
+  return peak > 0 && record["student"].value("gbps", 0.0) > 1.10 * peak;
+}
+
+// The compute floor: no kernel does a case's floating-point operations faster than every
+// FP32 lane of the GPU at its highest clock; 5% over it leaves room for clock rounding.
+bool faster_than_compute(const json& record) {
+  const double flops = record.value("flops", 0.0), peak_gflops = record.value("peak_fp32_gflops", 0.0);
+  const double ms = record["student"].value("median_ms", 0.0);
+  return flops > 0 && peak_gflops > 0 && ms > 0 && flops / (ms * 1e6) > 1.05 * peak_gflops;
+}
+
+// The submission's process reported a time our clock cannot back: work hidden on another
+// stream, or a forged event time. The bound from our clock is what was scored.
+std::string unconfirmed_message(const json& student) {
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "your process reported %.4f ms, but the grader's clock saw at least %.4f ms of work per call "
+                "(work outside the stream passed in, or a time that was not measured): timed by the grader's clock",
+                student.value("reported_ms", 0.0), student.value("median_ms", 0.0));
+  return text;
+}
+
+}  // namespace
+
+void score_correctness(const LabSpec& lab, const labkit::Dataset& dataset, const Reports& reports,
+                       const std::string& run_problem, LabResult& result) {
+  const double share = correctness_share(lab, dataset.correctness.size());
+  for (const labkit::Case& c : dataset.correctness) {
+    CaseResult cr{c.name, "correctness", c.hidden};
+    cr.max_points = share;
+    const auto found = reports.correctness.find(c.name);
+    const std::size_t count = found == reports.correctness.end() ? 0 : found->second.size();
+    if (count == 0) {
+      // Not run when the run (or the build) says why; a case missing from a run that finished
+      // is a fault of the checks, and never passes.
+      cr.outcome = run_problem.empty() ? Outcome::failed : Outcome::not_run;
+      cr.message = "no result: " + (run_problem.empty() ? "the checks never reached this case" : run_problem);
+    } else if (count > 1) {
+      cr.outcome = Outcome::failed;
+      cr.message = "reported " + std::to_string(count) + " times: results not trusted";
+    } else {
+      cr.outcome = found->second[0].outcome;
+      cr.message = found->second[0].message;
+    }
+    cr.points = cr.passed() ? share : 0;
+    result.cases.push_back(cr);
+  }
+}
+
+void score_performance(const LabSpec& lab, const Reports& reports, const std::string& run_problem,
+                       LabResult& result) {
+  for (const PerformanceRubric& rubric : lab.performance) {
+    CaseResult cr{rubric.case_name, "performance"};
+    cr.max_points = rubric.points;
+    const auto found = reports.performance.find(rubric.case_name);
+    if (found == reports.performance.end() || found->second.size() != 1) {
+      const bool missing = found == reports.performance.end();
+      cr.outcome = missing ? Outcome::not_run : Outcome::failed;
+      cr.message = missing ? "no result: " + (run_problem.empty() ? "not measured" : run_problem)
+                           : "reported more than once: results not trusted";
+      result.cases.push_back(cr);
+      continue;
+    }
+    const protocol::PerformanceRecord& reported = found->second[0];
+    if (reported.outcome == Outcome::not_run) {  // not timed: a correctness case failed, or no MPI
+      cr.message = reported.message;
+      result.cases.push_back(cr);
+      continue;
+    }
+    const json& record = reported.measurement;
+    cr.timing = record;
+    const bool timed = reported.outcome == Outcome::passed && record.contains("ratio");
+    cr.outcome = timed ? Outcome::passed : reported.outcome == Outcome::hung ? Outcome::hung : Outcome::failed;
+    if (!timed) {
+      cr.message = "output wrong after timing, so no speed credit: " + reported.message;
+    } else {
+      const double noise = labkit::ratio_noise(record["student"].value("relative_error", 0.0),
+                                               record["reference"].value("relative_error", 0.0));
+      cr.points = labkit::ratio_points(record["ratio"].get<double>(), rubric.zero_credit_ratio,
+                                       rubric.full_credit_ratio, rubric.points, noise);
+      if (faster_than_memory(record)) {
+        cr.points = 0;
+        cr.outcome = Outcome::failed;
+        cr.message = "faster than this GPU's memory can deliver the bytes the task must read: not credited "
+                     "(is work skipped, or an earlier answer reused?)";
+      } else if (faster_than_compute(record)) {
+        cr.points = 0;
+        cr.outcome = Outcome::failed;
+        cr.message = "faster than this GPU's FP32 units can do the task's arithmetic: not credited "
+                     "(is work skipped, or done where the grader's clock was not looking?)";
+      }
+      if (!record["student"].value("confirmed", true))
+        cr.message = unconfirmed_message(record["student"]);
+      // The lab's own advice on a slow time (measure_performance's hint), after ours.
+      if (const std::string hint = record.value("hint", ""); !hint.empty())
+        cr.message += (cr.message.empty() ? "" : "; ") + ("hint: " + hint);
+    }
+    result.cases.push_back(cr);
+  }
+}
+
+// Scores a lab that never ran: every case at zero, with the reason as its message.
+void score_unrun(const LabSpec& lab, LabResult& result) {
+  score_correctness(lab, labkit::load_dataset(lab.dataset), {}, result.note, result);
+  score_performance(lab, {}, result.note, result);
+  add_totals(result);
+}
+
+}  // namespace grade

@@ -1,0 +1,76 @@
+// The red team's expected verdicts (expect.h) cannot pass while checking nothing.
+#include "expect.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A submissions folder with one submission per entry: its name and its expected.yaml (none
+// when empty).
+fs::path submissions(const std::vector<std::pair<std::string, std::string>>& entries) {
+  const fs::path base = fs::temp_directory_path() / "labkit-test-expect";
+  fs::remove_all(base);
+  for (const auto& [who, expected] : entries) {
+    fs::create_directories(base / who);
+    if (!expected.empty()) std::ofstream(base / who / "expected.yaml") << expected;
+  }
+  return base;
+}
+
+grade::Report graded(const std::string& who, const std::string& lab_id, bool passed) {
+  grade::LabResult lab{lab_id, "histogram", "Histogram"};
+  grade::CaseResult c{"a", "correctness"};
+  c.outcome = passed ? grade::Outcome::passed : grade::Outcome::failed;
+  lab.cases = {c};
+  return grade::Report{who, "student files", {lab}};
+}
+
+const std::vector<std::string> known = {"01", "02"};
+
+}  // namespace
+
+TEST_SUITE("expected verdicts") {
+  TEST_CASE("a submission's expectation is checked") {
+    const fs::path base = submissions({{"wrong", "labs:\n  \"01\": {status: graded, correctness: none}\n"}});
+    const grade::ExpectationCheck check = grade::check_expectations({graded("wrong", "01", false)}, base, known);
+    CHECK(check.errors.empty());
+    CHECK(check.checked == 1);
+    CHECK(check.mismatches.empty());
+    const grade::ExpectationCheck passing = grade::check_expectations({graded("wrong", "01", true)}, base, known);
+    CHECK(passing.mismatches.size() == 1);
+  }
+
+  TEST_CASE("a submission without expected.yaml is an error, not skipped") {
+    const fs::path base = submissions({{"forgotten", ""}});
+    const grade::ExpectationCheck check = grade::check_expectations({graded("forgotten", "01", true)}, base, known);
+    REQUIRE(check.errors.size() == 1);
+    CHECK(check.errors[0].find("forgotten has no expected.yaml") != std::string::npos);
+  }
+
+  TEST_CASE("a lab key the grader does not know is an error, not skipped") {
+    const fs::path base = submissions({{"unquoted", "labs:\n  1: {status: graded, correctness: none}\n"}});
+    const grade::ExpectationCheck check = grade::check_expectations({graded("unquoted", "01", false)}, base, known);
+    REQUIRE(check.errors.size() == 1);
+    CHECK(check.errors[0].find("names lab \"1\", which the grader does not know") != std::string::npos);
+    CHECK(check.checked == 0);
+  }
+
+  TEST_CASE("an expected.yaml that names no lab is an error") {
+    const fs::path base = submissions({{"empty", "why: forgot the labs\n"}});
+    const grade::ExpectationCheck check = grade::check_expectations({graded("empty", "01", true)}, base, known);
+    REQUIRE(check.errors.size() == 1);
+    CHECK(check.errors[0].find("names no lab") != std::string::npos);
+  }
+
+  TEST_CASE("a known lab that this run did not grade is left out") {
+    const fs::path base = submissions({{"other", "labs:\n  \"02\": {status: graded}\n"}});
+    const grade::ExpectationCheck check = grade::check_expectations({graded("other", "01", true)}, base, known);
+    CHECK(check.errors.empty());
+    CHECK(check.checked == 0);
+  }
+}

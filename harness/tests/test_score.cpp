@@ -1,0 +1,99 @@
+// Scoring what a runner reported (score.h): a case's outcome comes from its record, never from
+// its message's text, and a case that could not run is never a failure.
+#include "score.h"
+
+#include <doctest/doctest.h>
+
+namespace protocol = labkit::protocol;
+
+namespace {
+
+grade::LabSpec allreduce_lab() {
+  grade::LabSpec lab;
+  lab.dir = "13-allreduce";
+  lab.id = "13";
+  lab.name = "allreduce";
+  lab.title = "All-reduce";
+  lab.correctness_points = 60;
+  lab.performance = {{"ring-16MiB", 20, 0.1, 0.8}, {"mpi-16MiB", 20, 0.1, 0.8}};
+  return lab;
+}
+
+labkit::Dataset allreduce_cases() {
+  labkit::Dataset dataset;
+  for (const char* name : {"ragged-1000003", "mpi-ragged-1000003", "hangs", "refused"}) {
+    labkit::Case c;
+    c.name = name;
+    c.kind = "correctness";
+    dataset.correctness.push_back(c);
+  }
+  return dataset;
+}
+
+const grade::CaseResult& named(const grade::LabResult& result, const std::string& name) {
+  for (const grade::CaseResult& c : result.cases)
+    if (c.name == name) return c;
+  throw std::invalid_argument("no case " + name);
+}
+
+}  // namespace
+
+TEST_SUITE("score") {
+  TEST_CASE("lab 13's 'needs MPI' cases score as not run, not as failed") {
+    const grade::LabSpec lab = allreduce_lab();
+    grade::Reports reports;
+    const std::string no_mpi = "not run: needs MPI (mpirun is not on PATH)";
+    reports.correctness["ragged-1000003"] = {{"ragged-1000003", protocol::Outcome::passed, ""}};
+    reports.correctness["mpi-ragged-1000003"] = {{"mpi-ragged-1000003", protocol::Outcome::not_run, no_mpi}};
+    reports.correctness["hangs"] = {{"hangs", protocol::Outcome::hung, "your code did not return within 5 s"}};
+    reports.correctness["refused"] = {{"refused", protocol::Outcome::not_run, "not run: 2 earlier calls never returned"}};
+    reports.performance["mpi-16MiB"] = {{"mpi-16MiB", protocol::Outcome::not_run, no_mpi}};
+    grade::LabResult result{lab.id, lab.name, lab.title};
+    grade::score_correctness(lab, allreduce_cases(), reports, "", result);
+    grade::score_performance(lab, reports, "", result);
+
+    CHECK(named(result, "ragged-1000003").outcome == grade::Outcome::passed);
+    CHECK(named(result, "ragged-1000003").points == doctest::Approx(15));
+    const grade::CaseResult& mpi = named(result, "mpi-ragged-1000003");
+    CHECK(mpi.outcome == grade::Outcome::not_run);
+    CHECK_FALSE(mpi.failed());
+    CHECK(mpi.message == no_mpi);
+    CHECK(mpi.points == 0);
+    CHECK(named(result, "hangs").outcome == grade::Outcome::hung);
+    CHECK(named(result, "hangs").failed());
+    CHECK(named(result, "refused").outcome == grade::Outcome::not_run);
+    CHECK(named(result, "mpi-16MiB").outcome == grade::Outcome::not_run);
+    CHECK(named(result, "mpi-16MiB").message == no_mpi);
+    // Not in the reports, with no reason from the run: never timed here.
+    CHECK(named(result, "ring-16MiB").outcome == grade::Outcome::not_run);
+
+    grade::add_totals(result);
+    grade::Report report{"student", "student files", {result}};
+    const std::string text = grade::to_text(report, true);
+    CHECK(text.find("NOT RUN mpi-ragged-1000003: " + no_mpi) != std::string::npos);
+    CHECK(text.find("FAIL mpi-ragged-1000003") == std::string::npos);
+    CHECK(text.find("FAIL hangs") != std::string::npos);
+  }
+
+  TEST_CASE("a correctness case missing from a run that finished fails; one a crash left out is not run") {
+    const grade::LabSpec lab = allreduce_lab();
+    grade::LabResult finished{lab.id, lab.name, lab.title};
+    grade::score_correctness(lab, allreduce_cases(), {}, "", finished);
+    CHECK(named(finished, "ragged-1000003").outcome == grade::Outcome::failed);
+    grade::LabResult crashed{lab.id, lab.name, lab.title};
+    grade::score_correctness(lab, allreduce_cases(), {}, "the process was killed by SIGSEGV", crashed);
+    CHECK(named(crashed, "ragged-1000003").outcome == grade::Outcome::not_run);
+    CHECK(named(crashed, "ragged-1000003").message == "no result: the process was killed by SIGSEGV");
+  }
+
+  TEST_CASE("a case reported twice is not trusted") {
+    const grade::LabSpec lab = allreduce_lab();
+    grade::Reports reports;
+    const protocol::CorrectnessRecord passed{"ragged-1000003", protocol::Outcome::passed, ""};
+    reports.correctness["ragged-1000003"] = {passed, passed};
+    grade::LabResult result{lab.id, lab.name, lab.title};
+    grade::score_correctness(lab, allreduce_cases(), reports, "", result);
+    CHECK(named(result, "ragged-1000003").outcome == grade::Outcome::failed);
+    CHECK(named(result, "ragged-1000003").points == 0);
+  }
+}
