@@ -190,11 +190,7 @@ int main(int argc, char** argv) {
     // it does in the round-trip probe, whatever the kernel's length.
     CUDA_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
     CUDA_CHECK(cudaFree(nullptr));  // the driver and its libraries load before the sandbox closes
-    int devices = 1;
-    CUDA_CHECK(cudaGetDeviceCount(&devices));
-    SandboxPolicy policy{{args.module}, args.scratch};
-    policy.gpu_files_openable = devices > 1;
-    const std::string sandbox = enter_sandbox(policy);
+    const std::string sandbox = enter_sandbox({{args.module}, args.scratch});
     wire::set_text(hello.message, sizeof hello.message, sandbox.c_str());
     host = std::make_unique<Host>(load_module(args.module));
   } catch (const std::exception& error) {

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -220,10 +221,46 @@ void HostProcess::unmap_freed() {
   }
 }
 
+namespace {
+
+// GPU device files (/dev/nvidia0, /dev/nvidia1...; not nvidiactl or nvidia-uvm) that the
+// process whose descriptors `fd_folder` lists holds open.
+int gpu_device_files(const std::string& fd_folder) {
+  int count = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(fd_folder, error)) {
+    const std::string target = std::filesystem::read_symlink(entry.path(), error).string();
+    if (target.rfind("/dev/nvidia", 0) == 0 && target.size() > 11 && std::isdigit(static_cast<unsigned char>(target[11])))
+      ++count;
+  }
+  return count;
+}
+
+// More GPU device files than a process of one CUDA context per device holds: measured on an
+// H100, a primary context holds 20 of /dev/nvidia0 however much it allocates, launches,
+// captures or shares, and every further context 16 more. The checks' own process is the
+// yardstick: it has a primary context on the same devices.
+bool holds_another_context(pid_t pid) {
+  constexpr int files_of_a_context = 16;
+  static const int ours = gpu_device_files("/proc/self/fd");
+  return gpu_device_files("/proc/" + std::to_string(pid) + "/fd") > ours + files_of_a_context / 2;
+}
+
+}  // namespace
+
 // A second line behind the sandbox: a forbidden library mapped into the process, however it
-// got there, ends the call.
-void HostProcess::check_libraries() {
-  if (options_.forbidden_libraries.empty() || pid_ <= 0) return;
+// got there, ends the call; so does a CUDA context of its own, whose work the host's
+// whole-device synchronisation does not wait for.
+void HostProcess::check_process() {
+  if (pid_ <= 0) return;
+  // Under a tool (compute-sanitizer, ncu), whose own code may hold more, and which times nothing.
+  if (options_.wrapper.empty() && holds_another_context(pid_)) {
+    stop();
+    throw SubmissionFailure("your code opened a CUDA context of its own (cuCtxCreate or the like): work there is "
+                            "not ordered with the stream it was handed, so the call is not accepted; use the "
+                            "stream and the device the checks give you");
+  }
+  if (options_.forbidden_libraries.empty()) return;
   std::ifstream maps("/proc/" + std::to_string(pid_) + "/maps");
   for (std::string line; std::getline(maps, line);)
     for (const std::string& stem : options_.forbidden_libraries)
@@ -245,7 +282,7 @@ wire::Reply HostProcess::request(const wire::Request& request) {
   send(request);
   const wire::Reply reply = receive(options_.call_seconds, "during this call");
   last_wall_ms_ = now_ms() - started;
-  if (!request.timed) check_libraries();  // a timed call's waits until its window has closed
+  if (!request.timed) check_process();  // a timed call's waits until its window has closed
   if (reply.status == wire::Status::cuda_error) {
     stop();  // the context may be lost: the next call gets a fresh process
     throw CudaError(cudaError_t(reply.cuda_error), std::string("your code raised a CUDA error: ") + reply.message);

@@ -89,13 +89,12 @@ std::set<std::string> mapped_libraries() {
   return files;
 }
 
-// /dev/null and, when asked, the GPU's device files; not /dev/shm, which two hosts could share.
-std::vector<std::string> writable_devices(bool with_gpu_files) {
+// The GPU's device files and /dev/null; not /dev/shm, which two hosts could share.
+std::vector<std::string> writable_devices() {
   std::vector<std::string> devices = {"/dev/null"};
   std::error_code error;
-  if (with_gpu_files)
-    for (const auto& entry : std::filesystem::directory_iterator("/dev", error))
-      if (entry.path().filename().string().rfind("nvidia", 0) == 0) devices.push_back(entry.path().string());
+  for (const auto& entry : std::filesystem::directory_iterator("/dev", error))
+    if (entry.path().filename().string().rfind("nvidia", 0) == 0) devices.push_back(entry.path().string());
   return devices;
 }
 
@@ -163,8 +162,7 @@ std::string restrict_files(const SandboxPolicy& policy, const HostTool& tool) {
   const int ruleset = int(syscall(SYS_landlock_create_ruleset, &attributes, sizeof attributes, 0));
   if (ruleset < 0) fail("landlock_create_ruleset");
   for (const char* folder : system_folders) allow(ruleset, folder, read_rights, abi);
-  const bool gpu_files = policy.gpu_files_openable || !tool.name.empty();
-  for (const std::string& device : writable_devices(gpu_files))
+  for (const std::string& device : writable_devices())
     allow(ruleset, device, read_rights | LANDLOCK_ACCESS_FS_WRITE_FILE | (abi >= 5 ? LANDLOCK_ACCESS_FS_IOCTL_DEV : 0), abi);
   for (const std::string& file : mapped_libraries()) allow(ruleset, file, read_rights, abi);
   for (const std::string& file : policy.readable_files) allow(ruleset, file, read_rights, abi);
@@ -174,7 +172,7 @@ std::string restrict_files(const SandboxPolicy& policy, const HostTool& tool) {
   allow_tool(ruleset, tool, abi);
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail("landlock_restrict_self");
   close(ruleset);
-  return "Landlock ABI " + std::to_string(abi) + (gpu_files ? "" : ", no new CUDA context");
+  return "Landlock ABI " + std::to_string(abi);
 }
 
 }  // namespace

@@ -232,7 +232,7 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     if (timing.calls != 1)
       throw std::logic_error("a timed launch must make exactly one call of the submission's (sample " +
                              std::to_string(sample) + " made " + std::to_string(timing.calls) + ")");
-    if (timing.host != nullptr) timing.host->check_libraries();
+    if (timing.host != nullptr) timing.host->check_process();
     return timing;
   };
   auto start_sample = [&](int sample) {

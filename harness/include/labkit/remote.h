@@ -61,10 +61,11 @@ public:
   void stop();  // ends the process now; the next request starts a fresh one
   // Runs the process, and those started after it, on `cpu` alone (child::timing_cpu).
   void pin_to_cpu(int cpu);
-  // A forbidden library mapped into the process ends the call (SubmissionFailure). Every
-  // request runs it, but a timed one leaves it to the timing loop, after the window: reading
-  // the process's memory map takes 50-100 us that are no part of the call.
-  void check_libraries();
+  // A forbidden library mapped into the process, or a CUDA context of its own, ends the call
+  // (SubmissionFailure). Every request runs it, but a timed one leaves it to the timing loop,
+  // after the window: reading the process's memory map takes 50-100 us that are no part of
+  // the call.
+  void check_process();
 
   const std::string& sandbox() const { return sandbox_; }      // from the host's greeting
   const std::string& forbidden_seen() const { return forbidden_seen_; }

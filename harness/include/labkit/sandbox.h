@@ -19,12 +19,6 @@ struct SandboxPolicy {
   std::vector<std::string> readable_files;  // the submission's module
   std::string scratch_dir;                  // the only place it may create and remove files
   std::vector<std::string> writable_paths;  // files beneath that it may also write (the MPI launcher's /proc)
-  // The GPU's device files stay openable. A process whose CUDA has started needs no more of
-  // them (measured on an H100: streams, memory, VMM imports, pinned memory, events), but a
-  // CUDA context of its own opens 17 more: a host of one GPU closes them, so the submission
-  // cannot start one and run work its whole-device synchronisation does not wait for. Left
-  // open where CUDA may still need them: several GPUs (peer access), MPI ranks (NCCL), tools.
-  bool gpu_files_openable = true;
 };
 
 // Gives up root for user nobody (kept under ncu, which reads the GPU's counters). A host calls it
