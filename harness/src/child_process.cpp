@@ -3,8 +3,10 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <vector>
 
@@ -24,6 +26,17 @@ int timing_cpu() {
     return cpus[cpus.size() - 1 - std::size_t(slot) % (cpus.size() - 1)];
   }();
   return cpu;
+}
+
+int gpu_device_files(const std::string& fd_folder) {
+  int count = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(fd_folder, error)) {
+    const std::string target = std::filesystem::read_symlink(entry.path(), error).string();
+    if (target.rfind("/dev/nvidia", 0) == 0 && target.size() > 11 && std::isdigit(static_cast<unsigned char>(target[11])))
+      ++count;
+  }
+  return count;
 }
 
 void pin_to_cpu(pid_t pid, int cpu) {

@@ -33,6 +33,10 @@ std::vector<char*> pointers(std::vector<std::string>& strings);
 // different CPUs, counted from the last one this process may use; -1 where it may use one.
 int timing_cpu();
 
+// GPU device files (/dev/nvidia0, /dev/nvidia1...; not nvidiactl or nvidia-uvm) held open by
+// the process whose descriptors `fd_folder` lists (/proc/PID/fd).
+int gpu_device_files(const std::string& fd_folder);
+
 // Confines process `pid` (0: this one) to `cpu`, or to every CPU it may use but `cpu`.
 void pin_to_cpu(pid_t pid, int cpu);
 void leave_cpu(int cpu);

@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -223,27 +222,14 @@ void HostProcess::unmap_freed() {
 
 namespace {
 
-// GPU device files (/dev/nvidia0, /dev/nvidia1...; not nvidiactl or nvidia-uvm) that the
-// process whose descriptors `fd_folder` lists holds open.
-int gpu_device_files(const std::string& fd_folder) {
-  int count = 0;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(fd_folder, error)) {
-    const std::string target = std::filesystem::read_symlink(entry.path(), error).string();
-    if (target.rfind("/dev/nvidia", 0) == 0 && target.size() > 11 && std::isdigit(static_cast<unsigned char>(target[11])))
-      ++count;
-  }
-  return count;
-}
-
 // More GPU device files than a process of one CUDA context per device holds: measured on an
 // H100, a primary context holds 20 of /dev/nvidia0 however much it allocates, launches,
 // captures or shares, and every further context 16 more. The checks' own process is the
 // yardstick: it has a primary context on the same devices.
 bool holds_another_context(pid_t pid) {
   constexpr int files_of_a_context = 16;
-  static const int ours = gpu_device_files("/proc/self/fd");
-  return gpu_device_files("/proc/" + std::to_string(pid) + "/fd") > ours + files_of_a_context / 2;
+  static const int ours = child::gpu_device_files("/proc/self/fd");
+  return child::gpu_device_files("/proc/" + std::to_string(pid) + "/fd") > ours + files_of_a_context / 2;
 }
 
 }  // namespace

@@ -1,0 +1,24 @@
+// What the runner reads of its children from outside (harness/src/child_process.h): the GPU
+// device files a host holds, by which a CUDA context of its own shows.
+#include "../src/child_process.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+namespace fs = std::filesystem;
+
+TEST_CASE("only the GPUs' own device files count, not the control or UVM files") {
+  const fs::path folder = fs::temp_directory_path() / ("labkit-fds-" + std::to_string(getpid()));
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  int fd = 3;
+  for (const char* target : {"/dev/nvidia0", "/dev/nvidia0", "/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm",
+                             "/dev/nvidia-uvm-tools", "/dev/null", "socket:[1234]"})
+    fs::create_symlink(target, folder / std::to_string(fd++));
+  CHECK(labkit::child::gpu_device_files(folder.string()) == 3);
+  fs::remove_all(folder);
+  CHECK(labkit::child::gpu_device_files(folder.string()) == 0);  // a process that has ended
+}
