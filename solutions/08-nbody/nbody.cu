@@ -155,9 +155,16 @@ struct PairsOnce {
 
 constexpr int pairs_once_min_bodies = 1 << 16;
 
+// One vector reduction on Hopper and later; before sm_90 (the portable build) three scalar ones.
 __device__ __forceinline__ void add_vector_atomic(float4* p, float x, float y, float z) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  atomicAdd(&p->x, x);
+  atomicAdd(&p->y, y);
+  atomicAdd(&p->z, z);
+#else
   asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(0.f)
                : "memory");
+#endif
 }
 
 // Block (c, g): the bodies i of group g against bodies j of chunk c - 1 after the group

@@ -92,25 +92,45 @@ struct Problem {
 
 // ---- cp.async ---------------------------------------------------------------------------
 
+// Before sm_80 (Turing, in the portable build) there is no cp.async: the same copies become
+// plain loads and stores, finished before the barrier that follows every wait.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define LABKIT_SGEMM_SYNC_COPIES 1
+#else
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return uint32_t(__cvta_generic_to_shared(p));
 }
+#endif
 
 // Copies 4 bytes, or writes 0 when `valid` is false (nothing is read then).
 __device__ __forceinline__ void copy4_async(float* dst, const float* src, bool valid) {
+#ifdef LABKIT_SGEMM_SYNC_COPIES
+  *dst = valid ? *src : 0.f;
+#else
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src),
                "r"(valid ? 4 : 0));
+#endif
 }
 
 __device__ __forceinline__ void copy16_async(float* dst, const float* src) {
+#ifdef LABKIT_SGEMM_SYNC_COPIES
+  *reinterpret_cast<float4*>(dst) = *reinterpret_cast<const float4*>(src);
+#else
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(dst)), "l"(src));
+#endif
 }
 
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void commit_copies() {
+#ifndef LABKIT_SGEMM_SYNC_COPIES
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
 
 template <int Pending>
 __device__ __forceinline__ void wait_copies() {
+#ifndef LABKIT_SGEMM_SYNC_COPIES
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+#endif
 }
 
 // ---- the kernel -------------------------------------------------------------------------
