@@ -1,5 +1,6 @@
 #include "batch.h"
 
+#include "bad_input.h"
 #include "intake.h"
 #include "labkit/fingerprint.h"
 #include "process.h"
@@ -198,6 +199,8 @@ std::vector<Submission> find_submissions(const std::string& dir) {
     submissions.push_back({name, entry.path().string(), problem});
   }
   std::sort(submissions.begin(), submissions.end(), [](const auto& a, const auto& b) { return a.who < b.who; });
+  if (submissions.empty())
+    throw BadInput("the submissions folder " + dir + " is empty: put each student's submission in a folder of its own there");
   return submissions;
 }
 

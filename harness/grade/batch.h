@@ -21,6 +21,7 @@ struct Submission {
 // Each subfolder of `dir` is one student's submission, in name order. Any other entry (alice.zip,
 // a symbolic link) is one too, with a problem, so that its student hears why nothing was graded;
 // hidden files (.DS_Store) are left out.
+// Throws BadInput (bad_input.h) when `dir` holds none.
 std::vector<Submission> find_submissions(const std::string& dir);
 
 struct BatchOptions {

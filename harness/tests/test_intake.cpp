@@ -1,5 +1,6 @@
 // Taking students' files in: every kind of broken or hostile submission gets a message the
 // student can act on, nothing outside a submission is ever read, and the rest is still graded.
+#include "bad_input.h"
 #include "batch.h"
 #include "catalog.h"
 #include "exports.h"
@@ -302,6 +303,15 @@ TEST_SUITE("intake") {
     REQUIRE(reports.size() == 1);
     CHECK(reports[0].labs[0].status == grade::LabStatus::build_failed);
     CHECK(fs::exists(dir.path / "work" / "José Núñez" / lab.dir / "result.json"));
+  }
+
+  TEST_CASE("an empty submissions folder is the user's mistake, named") {
+    TempDir dir("empty-class");
+    write(dir.path / ".DS_Store", "");  // no one's submission
+    CHECK_THROWS_WITH_AS(grade::find_submissions(dir.path.string()),
+                         ("the submissions folder " + dir.path.string() +
+                          " is empty: put each student's submission in a folder of its own there").c_str(),
+                         grade::BadInput);
   }
 
   TEST_CASE("names with spaces, accents, commas and quotes reach the gradebook and the report paths") {
