@@ -77,6 +77,10 @@ void save_result(const std::string& path, const std::string& fingerprint, const 
   fs::rename(path + ".tmp", path);  // whole or not at all, even if interrupted
 }
 
+bool reusable(const LabResult& result) {
+  return result.status != LabStatus::not_run && result.status != LabStatus::kit_fault;
+}
+
 namespace {
 
 struct Slot {
@@ -88,7 +92,12 @@ struct Slot {
 
 std::string saved_result_path(const Slot& slot) { return saved_result_file(slot.job.work_dir); }
 
-bool load_saved(Slot& slot) { return load_saved_result(saved_result_path(slot), slot.fingerprint, slot.result); }
+bool load_saved(Slot& slot) {
+  LabResult saved;
+  if (!load_saved_result(saved_result_path(slot), slot.fingerprint, saved) || !reusable(saved)) return false;
+  slot.result = saved;
+  return true;
+}
 
 void save(const Slot& slot) { save_result(saved_result_path(slot), slot.fingerprint, slot.result); }
 
@@ -233,6 +242,8 @@ void stop_children_on_interrupt() {
 
 std::vector<Report> grade_batch(const std::vector<Submission>& submissions, const std::vector<LabSpec>& labs,
                                 const Toolchain& toolchain, const BatchOptions& options) {
+  graded_count = 0;  // the counts are this batch's
+  run_count = 0;
   std::vector<Slot> slots;
   for (const Submission& s : submissions)
     for (const LabSpec& lab : labs) {

@@ -50,6 +50,10 @@ std::string result_fingerprint(const LabJob& job, const Toolchain& toolchain, co
 inline std::string saved_result_file(const std::string& work_dir) { return work_dir + "/result.json"; }
 bool load_saved_result(const std::string& path, const std::string& fingerprint, LabResult& result);
 void save_result(const std::string& path, const std::string& fingerprint, const LabResult& result);
+// Whether a saved result may stand in for grading again. Not what the machine decided rather
+// than the student's files (not run: no CUDA device, too few GPUs, a driver failure; a fault of
+// the kit): the next run tries those again. They are still saved, for a Slurm collect to read.
+bool reusable(const LabResult& result);
 
 // GPUs this machine has (nvidia-smi -L), or CUDA_VISIBLE_DEVICES' count when set; at least 1.
 int count_gpus();
