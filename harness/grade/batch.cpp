@@ -213,6 +213,12 @@ std::vector<Submission> find_submissions(const std::string& dir) {
   return submissions;
 }
 
+std::string class_name(const std::string& dir) {
+  fs::path folder = fs::absolute(dir).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();  // "class/" and "." end in a slash
+  return folder.filename().string();
+}
+
 int count_gpus() {
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible)
     return int(std::count(visible, visible + std::strlen(visible), ',')) + 1;

@@ -24,6 +24,10 @@ struct Submission {
 // Throws BadInput (bad_input.h) when `dir` holds none.
 std::vector<Submission> find_submissions(const std::string& dir);
 
+// The class's name, for its reports' folder: the last part of `dir`, trailing slash or not
+// ("class/" and "class" are both "class"; "." is the current folder's name).
+std::string class_name(const std::string& dir);
+
 struct BatchOptions {
   GradeOptions grade;
   int build_workers = 2;

@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
     if (task_command->parsed() && submissions_dir.empty())
       throw grade::BadInput("slurm-task needs --submissions DIR (the job script passes it)");
     if (!submissions_dir.empty()) {
-      const fs::path name = fs::path(submissions_dir).lexically_normal().filename();
+      const fs::path name = grade::class_name(submissions_dir);
       const fs::path out = out_dir.empty() ? reports_root / name : fs::path(out_dir);
       options.work_dir = (fs::path(toolchain.build_root) / "grade" / "batch" / name).string();
       options.reuse_saved = !fresh;

@@ -351,6 +351,14 @@ TEST_SUITE("intake") {
                          grade::BadInput);
   }
 
+  TEST_CASE("a class's reports folder is named after its folder, with or without a trailing slash") {
+    CHECK(grade::class_name("grading/class") == "class");
+    CHECK(grade::class_name("grading/class/") == "class");
+    CHECK(grade::class_name("class//") == "class");
+    CHECK(grade::class_name("/tmp/class/.") == "class");
+    CHECK(grade::class_name(".") == fs::current_path().filename().string());
+  }
+
   TEST_CASE("names with spaces, accents, commas and quotes reach the gradebook and the report paths") {
     const grade::LabSpec& lab = histogram_lab();
     TempDir dir("exports");
