@@ -74,20 +74,20 @@ std::string read_secret(const std::string& secret_file) {
   if (!secret_file.empty()) {
     std::ifstream in(secret_file);
     if (!in) throw grade::BadInput("cannot read the secret file " + secret_file + " (--secret-file)");
-    std::getline(in, secret);
-    if (secret.empty()) throw grade::BadInput("the secret file " + secret_file + " (--secret-file) is empty");
+    std::getline(in, secret);  // empty: no secret (a --slurm submit without one writes such a file)
   } else if (const char* from_environment = std::getenv(labkit::protocol::env::secret)) {
     secret = from_environment;
   }
   return secret;
 }
 
-std::uint64_t secret_seed(const std::string& secret_file) {
-  const std::string secret = read_secret(secret_file);
+std::uint64_t seed_of_secret(const std::string& secret) {
   std::uint64_t h = 0;
   for (unsigned char c : secret) h = labkit::splitmix64(h ^ c);
   return h;
 }
+
+std::uint64_t secret_seed(const std::string& secret_file) { return seed_of_secret(read_secret(secret_file)); }
 
 void print_batch_summary(const std::vector<grade::Report>& reports, double seconds, std::size_t labs_graded,
                          const fs::path& out) {
@@ -171,7 +171,9 @@ int main(int argc, char** argv) {
   app.add_option("--gpus", gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
   app.add_option("--runs-per-gpu", runs_per_gpu,
                  "with --submissions: labs checked at once on each GPU (default 3; timing always has the GPU alone)");
-  app.add_option("--secret-file", secret_file, "instructor secret mixed into every seed (or set LABKIT_SECRET)");
+  app.add_option("--secret-file", secret_file,
+                 "instructor secret mixed into every seed (or set LABKIT_SECRET); a batch without one warns, "
+                 "and its gradebook says so")->check(CLI::ExistingFile);
   app.add_option("--time-limit", time_limit, "seconds each lab's checks may run (default: the lab's rubric)");
   app.add_flag("--fresh", fresh, "grade a batch again even where nothing changed");
   bool retime_reference = false;
@@ -292,7 +294,8 @@ int main(int argc, char** argv) {
       chosen = catalog;
 
     grade::BatchOptions options;
-    options.grade = {labkit::mix_seeds(seed, secret_seed(secret_file)), !skip_performance, time_limit};
+    std::string secret = read_secret(secret_file);
+    options.grade = {labkit::mix_seeds(seed, seed_of_secret(secret)), !skip_performance, time_limit};
     // A student's own run looks at failing cases under compute-sanitizer by default; a class's
     // batch only when asked, as it costs GPU time per failing lab.
     const bool batch = !submissions_dir.empty();
@@ -316,10 +319,14 @@ int main(int argc, char** argv) {
       options.work_dir = (fs::path(toolchain.build_root) / "grade" / "batch" / name).string();
       options.reuse_saved = !fresh;
       // After --slurm, collect finds the secret where the submit left it.
-      if (const fs::path kept = out / "slurm" / "secret";
-          collect_command->parsed() && secret_file.empty() && !std::getenv(labkit::protocol::env::secret) && fs::exists(kept))
-        options.grade.seed = labkit::mix_seeds(seed, secret_seed(kept.string()));
+      if (const fs::path kept = out / "slurm" / "secret"; collect_command->parsed() && secret.empty() && fs::exists(kept)) {
+        secret = read_secret(kept.string());
+        options.grade.seed = labkit::mix_seeds(seed, seed_of_secret(secret));
+      }
       const auto submissions = grade::find_submissions(submissions_dir);
+      if (secret.empty() && !task_command->parsed())
+        std::cerr << "grade: warning: no instructor secret (set LABKIT_SECRET or pass --secret-file): every input "
+                     "follows the public seeds, so answers hard-coded from them pass; the gradebook records it\n";
       if (task_command->parsed())
         return grade::slurm::run_task(task_plan, task_array, task_index, submissions, catalog, toolchain, options);
       if (use_slurm) {
@@ -332,13 +339,14 @@ int main(int argc, char** argv) {
             (fs::path(toolchain.build_root) / "harness" / "grade" / "labkit-grade").string(),
             fs::absolute(submissions_dir).lexically_normal().string(), fs::absolute(out).lexically_normal().string(),
             {}, {}, grading_args, lab_command->parsed() ? lab_keys : std::vector<std::string>{}};
-        if (grade::slurm::submit({submissions, chosen, toolchain, options, slurm, context, read_secret(secret_file)}) > 0)
+        if (grade::slurm::submit({submissions, chosen, toolchain, options, slurm, context, secret}) > 0)
           return exit_all_passed;  // the collect job writes the gradebook
       }
       const auto started = std::chrono::steady_clock::now();
-      const auto reports = use_slurm || collect_command->parsed()
-                               ? grade::slurm::collect(submissions, chosen, toolchain, options)
-                               : grade::grade_batch(submissions, chosen, toolchain, options);
+      auto reports = use_slurm || collect_command->parsed()
+                         ? grade::slurm::collect(submissions, chosen, toolchain, options)
+                         : grade::grade_batch(submissions, chosen, toolchain, options);
+      for (grade::Report& report : reports) report.secret_used = !secret.empty();
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       grade::write_batch_outputs(reports, chosen, out.string());
       print_batch_summary(reports, seconds, grade::graded_this_run(), out);

@@ -206,7 +206,7 @@ json to_json(const Report& report) {
   json labs = json::array();
   for (const LabResult& lab : report.labs) labs.push_back(to_json(lab));
   return {{"who", report.who}, {"mode", report.mode}, {"points", report.points},
-          {"max_points", report.max_points}, {"labs", labs}};
+          {"max_points", report.max_points}, {"secret_used", report.secret_used}, {"labs", labs}};
 }
 
 std::string to_text(const Report& report, bool show_hidden_details) {

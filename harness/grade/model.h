@@ -83,6 +83,9 @@ struct Report {
   std::vector<LabResult> labs;
   double points = 0;
   double max_points = 0;
+  // An instructor's secret (LABKIT_SECRET, --secret-file) changed every input: without one
+  // the inputs follow the public seeds, and answers hard-coded from them would pass.
+  bool secret_used = false;
 };
 
 void add_totals(LabResult& lab);

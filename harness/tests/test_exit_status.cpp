@@ -85,4 +85,18 @@ TEST_SUITE("exit status") {
       CHECK(std::string(error.what()).find("no lab '99'; the labs are: 01-histogram") == 0);
     }
   }
+
+  TEST_CASE("the gradebook and the JSON report say whether an instructor's secret changed the inputs") {
+    grade::Report with = report_of({lab_with(grade::LabStatus::graded)});
+    with.secret_used = true;
+    grade::Report without = report_of({lab_with(grade::LabStatus::graded)});
+    without.who = "bob";
+    const auto labs = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
+    const std::string csv = grade::gradebook_csv({with, without}, {grade::find_lab(labs, "01")});
+    CHECK(csv.find("student,lab01-histogram,total,max,secret,notes\n") == 0);
+    CHECK(csv.find("\nalice,10,10,10,yes,\n") != std::string::npos);
+    CHECK(csv.find("\nbob,10,10,10,no,\n") != std::string::npos);
+    CHECK(grade::to_json(with).at("secret_used") == true);
+    CHECK(grade::to_json(without).at("secret_used") == false);
+  }
 }
