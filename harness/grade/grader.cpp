@@ -51,7 +51,7 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
   std::string problem;
   if (run.reports.skipped || run.child.exit_code == exit_status::skipped) {
     result.status = LabStatus::not_run;
-    result.note = "not run: " + (run.reports.skip_reason.empty() ? "no CUDA device" : run.reports.skip_reason);
+    result.note = "not run: " + (run.reports.skip_reason.empty() ? "no CUDA GPU found here" : run.reports.skip_reason);
     problem = result.note;
   } else if (!run.reports.fault.empty()) {
     result.status = LabStatus::kit_fault;

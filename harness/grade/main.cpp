@@ -117,7 +117,7 @@ int report_expectations(const grade::ExpectationCheck& check) {
     return exit_some_failed;
   }
   if (check.checked == 0 && check.needs_gpu > 0) {
-    std::printf("SKIPPED: no CUDA device: these verdicts need one\n");
+    std::printf("SKIPPED: no CUDA GPU here: these verdicts need one\n");
     return exit_status::skipped;
   }
   return exit_all_passed;
