@@ -1,5 +1,6 @@
 #include "batch.h"
 
+#include "bad_input.h"
 #include "intake.h"
 #include "labkit/fingerprint.h"
 #include "process.h"
@@ -76,6 +77,10 @@ void save_result(const std::string& path, const std::string& fingerprint, const 
   fs::rename(path + ".tmp", path);  // whole or not at all, even if interrupted
 }
 
+bool reusable(const LabResult& result) {
+  return result.status != LabStatus::not_run && result.status != LabStatus::kit_fault;
+}
+
 namespace {
 
 struct Slot {
@@ -87,7 +92,12 @@ struct Slot {
 
 std::string saved_result_path(const Slot& slot) { return saved_result_file(slot.job.work_dir); }
 
-bool load_saved(Slot& slot) { return load_saved_result(saved_result_path(slot), slot.fingerprint, slot.result); }
+bool load_saved(Slot& slot) {
+  LabResult saved;
+  if (!load_saved_result(saved_result_path(slot), slot.fingerprint, saved) || !reusable(saved)) return false;
+  slot.result = saved;
+  return true;
+}
 
 void save(const Slot& slot) { save_result(saved_result_path(slot), slot.fingerprint, slot.result); }
 
@@ -198,7 +208,15 @@ std::vector<Submission> find_submissions(const std::string& dir) {
     submissions.push_back({name, entry.path().string(), problem});
   }
   std::sort(submissions.begin(), submissions.end(), [](const auto& a, const auto& b) { return a.who < b.who; });
+  if (submissions.empty())
+    throw BadInput("the submissions folder " + dir + " is empty: put each student's submission in a folder of its own there");
   return submissions;
+}
+
+std::string class_name(const std::string& dir) {
+  fs::path folder = fs::absolute(dir).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();  // "class/" and "." end in a slash
+  return folder.filename().string();
 }
 
 int count_gpus() {
@@ -230,6 +248,8 @@ void stop_children_on_interrupt() {
 
 std::vector<Report> grade_batch(const std::vector<Submission>& submissions, const std::vector<LabSpec>& labs,
                                 const Toolchain& toolchain, const BatchOptions& options) {
+  graded_count = 0;  // the counts are this batch's
+  run_count = 0;
   std::vector<Slot> slots;
   for (const Submission& s : submissions)
     for (const LabSpec& lab : labs) {

@@ -21,7 +21,12 @@ struct Submission {
 // Each subfolder of `dir` is one student's submission, in name order. Any other entry (alice.zip,
 // a symbolic link) is one too, with a problem, so that its student hears why nothing was graded;
 // hidden files (.DS_Store) are left out.
+// Throws BadInput (bad_input.h) when `dir` holds none.
 std::vector<Submission> find_submissions(const std::string& dir);
+
+// The class's name, for its reports' folder: the last part of `dir`, trailing slash or not
+// ("class/" and "class" are both "class"; "." is the current folder's name).
+std::string class_name(const std::string& dir);
 
 struct BatchOptions {
   GradeOptions grade;
@@ -49,6 +54,10 @@ std::string result_fingerprint(const LabJob& job, const Toolchain& toolchain, co
 inline std::string saved_result_file(const std::string& work_dir) { return work_dir + "/result.json"; }
 bool load_saved_result(const std::string& path, const std::string& fingerprint, LabResult& result);
 void save_result(const std::string& path, const std::string& fingerprint, const LabResult& result);
+// Whether a saved result may stand in for grading again. Not what the machine decided rather
+// than the student's files (not run: no CUDA device, too few GPUs, a driver failure; a fault of
+// the kit): the next run tries those again. They are still saved, for a Slurm collect to read.
+bool reusable(const LabResult& result);
 
 // GPUs this machine has (nvidia-smi -L), or CUDA_VISIBLE_DEVICES' count when set; at least 1.
 int count_gpus();

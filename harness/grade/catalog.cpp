@@ -1,5 +1,6 @@
 #include "catalog.h"
 
+#include "bad_input.h"
 #include "sanitize.h"
 
 #include <yaml-cpp/yaml.h>
@@ -90,7 +91,11 @@ std::vector<LabSpec> load_catalog(const std::string& source_root) {
   return labs;
 }
 
-const LabSpec& find_lab(const std::vector<LabSpec>& labs, const std::string& key) {
+const LabSpec& find_lab(const std::vector<LabSpec>& labs, const std::string& typed) {
+  // A folder, as tab completion gives it ("labs/01-histogram/"), names the lab by its last part.
+  fs::path folder = fs::path(typed).lexically_normal();
+  if (folder.filename().empty()) folder = folder.parent_path();
+  const std::string key = typed.find('/') == std::string::npos ? typed : folder.filename().string();
   for (const LabSpec& lab : labs) {
     const bool numeric = !key.empty() && std::all_of(key.begin(), key.end(), ::isdigit);
     if (key == lab.dir || key == lab.name || key == lab.id ||
@@ -99,7 +104,7 @@ const LabSpec& find_lab(const std::vector<LabSpec>& labs, const std::string& key
   }
   std::string known;
   for (const LabSpec& lab : labs) known += " " + lab.dir;
-  throw std::invalid_argument("no lab '" + key + "'; the labs are:" + known);
+  throw BadInput("no lab '" + typed + "'; the labs are:" + known);
 }
 
 }  // namespace grade

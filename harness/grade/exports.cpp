@@ -56,12 +56,12 @@ std::string gradebook_csv(const std::vector<Report>& reports, const std::vector<
   std::ostringstream out;
   out << "student";
   for (const LabSpec& lab : labs) out << ",lab" << lab.id << "-" << lab.name;
-  out << ",total,max,notes\n";
+  out << ",total,max,secret,notes\n";
   for (const Report& report : reports) {
     out << csv_field(report.who);
     for (const LabResult& lab : report.labs) out << "," << points_text(lab.points);
     out << "," << points_text(report.points) << "," << points_text(report.max_points) << ","
-        << csv_field(lab_notes(report)) << "\n";
+        << (report.secret_used ? "yes" : "no") << "," << csv_field(lab_notes(report)) << "\n";
   }
   return out.str();
 }

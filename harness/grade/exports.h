@@ -11,8 +11,9 @@
 
 namespace grade {
 
-// A row per student, a column per lab, the total and the maximum, then notes (labs that
-// failed to build, crashed...). Ready for an LMS import.
+// A row per student, a column per lab, the total and the maximum, whether an instructor's
+// secret changed the inputs (yes/no), then notes (labs that failed to build, crashed...).
+// Ready for an LMS import.
 std::string gradebook_csv(const std::vector<Report>& reports, const std::vector<LabSpec>& labs);
 
 // Gradescope's autograder results.json for one submission: one test per case, hidden cases

@@ -3,6 +3,7 @@
 // and the runner's other uses, calibration and export.
 #include "grader.h"
 
+#include "bad_input.h"
 #include "compile.h"
 #include "labkit/dataset.h"
 #include "labkit/protocol.h"
@@ -50,7 +51,7 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
   std::string problem;
   if (run.reports.skipped || run.child.exit_code == exit_status::skipped) {
     result.status = LabStatus::not_run;
-    result.note = "not run: " + (run.reports.skip_reason.empty() ? "no CUDA device" : run.reports.skip_reason);
+    result.note = "not run: " + (run.reports.skip_reason.empty() ? "no CUDA GPU found here" : run.reports.skip_reason);
     problem = result.note;
   } else if (!run.reports.fault.empty()) {
     result.status = LabStatus::kit_fault;
@@ -109,7 +110,7 @@ int export_case(const LabSpec& lab, const std::string& case_name, const Toolchai
   const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
   bool known = false;
   for (const labkit::Case& c : dataset.correctness) known = known || c.name == case_name;
-  if (!known) throw std::invalid_argument("lab " + lab.id + " has no correctness case '" + case_name + "'");
+  if (!known) throw BadInput("lab " + lab.id + " has no correctness case '" + case_name + "'");
   protocol::RunnerArguments arguments;
   arguments.student = arguments.reference = solution_module(lab, toolchain).string();
   arguments.dataset = lab.dataset;

@@ -1,5 +1,6 @@
 // labkit-grade: the `grade` command. The `./grade` launcher at the repository root builds
 // this program (and the lab runners) with Meson, then runs it.
+#include "bad_input.h"
 #include "batch.h"
 #include "catalog.h"
 #include "expect.h"
@@ -14,6 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,28 +38,17 @@ constexpr int exit_not_run = exit_status::not_run;
 constexpr int exit_kit_fault = exit_status::kit_fault;
 
 constexpr const char* exit_code_help =
-    "Exit status: 0 every check ran and passed; 1 some check failed (a build error, a wrong\n"
-    "answer, a crash or a hang); 2 bad command line; 3 some checks could not run here (no CUDA\n"
-    "device, no MPI) and nothing failed; 4 a fault of the kit itself.";
-
-// A case that could not run (a lab on a machine without a GPU, a case that needs MPI) is not a
-// failure: with nothing failed, it makes the status "not run".
-int exit_status_of(const grade::Report& report) {
-  bool not_run = false;
-  for (const grade::LabResult& lab : report.labs) {
-    if (lab.status == grade::LabStatus::kit_fault) return exit_kit_fault;
-    if (lab.status == grade::LabStatus::not_run) {
-      not_run = true;
-      continue;
-    }
-    if (lab.status != grade::LabStatus::graded) return exit_some_failed;
-    for (const grade::CaseResult& c : lab.cases) {
-      if (c.failed()) return exit_some_failed;
-      not_run = not_run || !c.ran();
-    }
-  }
-  return not_run ? exit_not_run : exit_all_passed;
-}
+    "Exit status of `./grade lab` and `./grade all` (your files or --solution):\n"
+    "  0 every check ran and passed; 1 some check failed (a build error, a wrong answer, a crash\n"
+    "  or a hang); 3 some checks could not run here (no CUDA GPU, too few GPUs, no MPI) and\n"
+    "  nothing failed.\n"
+    "Exit status of a batch (--submissions DIR): 0 every lab-submission was graded, whatever\n"
+    "  the students scored (their failures are in the gradebook); 3 some could not run here (no\n"
+    "  CUDA GPU, too few GPUs) and are graded by running the same command where they can;\n"
+    "  with --expect: 0 all verdicts agree, 1 a mismatch, 77 none could run here.\n"
+    "Every command: 2 bad input (an unknown lab or case, a file or folder that cannot be read,\n"
+    "  an empty submissions folder, a bad option): the message names it; 4 a fault of the kit\n"
+    "  itself (the ./grade launcher also exits 4 when the kit does not build).";
 
 void write_file(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
@@ -82,20 +73,21 @@ std::string read_secret(const std::string& secret_file) {
   std::string secret;
   if (!secret_file.empty()) {
     std::ifstream in(secret_file);
-    if (!in) throw std::runtime_error("cannot read the secret file " + secret_file);
-    std::getline(in, secret);
+    if (!in) throw grade::BadInput("cannot read the secret file " + secret_file + " (--secret-file)");
+    std::getline(in, secret);  // empty: no secret (a --slurm submit without one writes such a file)
   } else if (const char* from_environment = std::getenv(labkit::protocol::env::secret)) {
     secret = from_environment;
   }
   return secret;
 }
 
-std::uint64_t secret_seed(const std::string& secret_file) {
-  const std::string secret = read_secret(secret_file);
+std::uint64_t seed_of_secret(const std::string& secret) {
   std::uint64_t h = 0;
   for (unsigned char c : secret) h = labkit::splitmix64(h ^ c);
   return h;
 }
+
+std::uint64_t secret_seed(const std::string& secret_file) { return seed_of_secret(read_secret(secret_file)); }
 
 void print_batch_summary(const std::vector<grade::Report>& reports, double seconds, std::size_t labs_graded,
                          const fs::path& out) {
@@ -125,7 +117,7 @@ int report_expectations(const grade::ExpectationCheck& check) {
     return exit_some_failed;
   }
   if (check.checked == 0 && check.needs_gpu > 0) {
-    std::printf("SKIPPED: no CUDA device: these verdicts need one\n");
+    std::printf("SKIPPED: no CUDA GPU here: these verdicts need one\n");
     return exit_status::skipped;
   }
   return exit_all_passed;
@@ -158,7 +150,7 @@ int calibrate(const std::vector<grade::LabSpec>& labs, const grade::Toolchain& t
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Builds and grades the CUDA lab kit's labs on this machine's GPU."};
+  CLI::App app{"Builds and grades the CUDA lab kit's labs on this machine's GPU.", "./grade"};
   app.footer(exit_code_help);
   bool solution = false, as_json = false, list = false, skip_performance = false, fresh = false;
   std::uint64_t seed = 0;
@@ -173,13 +165,15 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "change every case's inputs (same cases, new random data)");
   app.add_option("--submissions", submissions_dir,
                  "grade every subfolder of DIR as one student's submission (a clone of the kit or the "
-                 "student files alone)")->check(CLI::ExistingDirectory);
+                 "student files alone), with `all` or `lab`")->check(CLI::ExistingDirectory);
   app.add_option("--out", out_dir, "where a batch's gradebook goes (default grading/reports/<DIR's name>)");
   app.add_option("--jobs", jobs, "compiles in parallel (default: the CPU cores)");
   app.add_option("--gpus", gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
   app.add_option("--runs-per-gpu", runs_per_gpu,
                  "with --submissions: labs checked at once on each GPU (default 3; timing always has the GPU alone)");
-  app.add_option("--secret-file", secret_file, "instructor secret mixed into every seed (or set LABKIT_SECRET)");
+  app.add_option("--secret-file", secret_file,
+                 "instructor secret mixed into every seed (or set LABKIT_SECRET); a batch without one warns, "
+                 "and its gradebook says so")->check(CLI::ExistingFile);
   app.add_option("--time-limit", time_limit, "seconds each lab's checks may run (default: the lab's rubric)");
   app.add_flag("--fresh", fresh, "grade a batch again even where nothing changed");
   bool retime_reference = false;
@@ -197,6 +191,10 @@ int main(int argc, char** argv) {
   CLI::App* lab_command = app.add_subcommand("lab", "grade the labs named (number, name or folder)");
   lab_command->add_option("labs", lab_keys, "e.g. 01, histogram or 01-histogram")->required();
   CLI::App* all_command = app.add_subcommand("all", "grade every lab");
+  // The ./grade launcher runs it (meson test); listed here so that --help shows every verb.
+  CLI::App* selftest_command =
+      app.add_subcommand("selftest", "the kit's own tests, what CI runs (the ./grade launcher runs `meson test`)");
+  selftest_command->allow_extras();
   std::string export_lab, export_case;
   CLI::App* export_command =
       app.add_subcommand("export", "write a case's input and expected output as .npy files (needs a GPU)");
@@ -252,6 +250,15 @@ int main(int argc, char** argv) {
   try {
     const grade::Toolchain toolchain = grade::configured_toolchain();
     const std::vector<grade::LabSpec> catalog = grade::load_catalog(toolchain.source_root);
+    if (selftest_command->parsed()) {
+      std::cerr << "grade: run `./grade selftest` from the kit's folder: the launcher runs the tests with Meson\n";
+      return exit_usage;
+    }
+    if (!list && app.get_subcommands().empty() && app.count_all() > 0) {
+      std::cerr << "grade: say what to grade: `./grade all ...` or `./grade lab 01 ...` (options alone grade "
+                   "nothing); see ./grade --help\n";
+      return exit_usage;
+    }
     if (list || app.get_subcommands().empty()) {
       list_labs(catalog);
       if (!list) std::cout << "\nGrade one with `./grade lab 01`, all with `./grade all`; see --help.\n";
@@ -271,19 +278,24 @@ int main(int argc, char** argv) {
       try {
         return grade::profile_lab({&lab, who, grade::find_student_dir(lab, base), work}, profile_case, toolchain,
                                   profiling);
-      } catch (const std::invalid_argument& error) {  // no such case: the command line's fault
+      } catch (const grade::BadInput& error) {  // no such case: the command line's fault
         std::cerr << "grade profile: " << error.what() << "\n";
         return exit_usage;
       }
     }
     std::vector<grade::LabSpec> chosen;
     if (lab_command->parsed() || ((calibrate_command->parsed() || collect_command->parsed()) && !lab_keys.empty()))
-      for (const std::string& key : lab_keys) chosen.push_back(grade::find_lab(catalog, key));
+      for (const std::string& key : lab_keys) {  // each lab once: `lab 01 1 histogram` is lab 01
+        const grade::LabSpec& lab = grade::find_lab(catalog, key);
+        if (std::none_of(chosen.begin(), chosen.end(), [&](const grade::LabSpec& c) { return c.dir == lab.dir; }))
+          chosen.push_back(lab);
+      }
     else
       chosen = catalog;
 
     grade::BatchOptions options;
-    options.grade = {labkit::mix_seeds(seed, secret_seed(secret_file)), !skip_performance, time_limit};
+    std::string secret = read_secret(secret_file);
+    options.grade = {labkit::mix_seeds(seed, seed_of_secret(secret)), !skip_performance, time_limit};
     // A student's own run looks at failing cases under compute-sanitizer by default; a class's
     // batch only when asked, as it costs GPU time per failing lab.
     const bool batch = !submissions_dir.empty();
@@ -300,17 +312,21 @@ int main(int argc, char** argv) {
     grade::stop_children_on_interrupt();
 
     if (task_command->parsed() && submissions_dir.empty())
-      throw std::invalid_argument("slurm-task needs --submissions DIR (the job script passes it)");
+      throw grade::BadInput("slurm-task needs --submissions DIR (the job script passes it)");
     if (!submissions_dir.empty()) {
-      const fs::path name = fs::path(submissions_dir).lexically_normal().filename();
+      const fs::path name = grade::class_name(submissions_dir);
       const fs::path out = out_dir.empty() ? reports_root / name : fs::path(out_dir);
       options.work_dir = (fs::path(toolchain.build_root) / "grade" / "batch" / name).string();
       options.reuse_saved = !fresh;
       // After --slurm, collect finds the secret where the submit left it.
-      if (const fs::path kept = out / "slurm" / "secret";
-          collect_command->parsed() && secret_file.empty() && !std::getenv(labkit::protocol::env::secret) && fs::exists(kept))
-        options.grade.seed = labkit::mix_seeds(seed, secret_seed(kept.string()));
+      if (const fs::path kept = out / "slurm" / "secret"; collect_command->parsed() && secret.empty() && fs::exists(kept)) {
+        secret = read_secret(kept.string());
+        options.grade.seed = labkit::mix_seeds(seed, seed_of_secret(secret));
+      }
       const auto submissions = grade::find_submissions(submissions_dir);
+      if (secret.empty() && !task_command->parsed())
+        std::cerr << "grade: warning: no instructor secret (set LABKIT_SECRET or pass --secret-file): every input "
+                     "follows the public seeds, so answers hard-coded from them pass; the gradebook records it\n";
       if (task_command->parsed())
         return grade::slurm::run_task(task_plan, task_array, task_index, submissions, catalog, toolchain, options);
       if (use_slurm) {
@@ -323,13 +339,14 @@ int main(int argc, char** argv) {
             (fs::path(toolchain.build_root) / "harness" / "grade" / "labkit-grade").string(),
             fs::absolute(submissions_dir).lexically_normal().string(), fs::absolute(out).lexically_normal().string(),
             {}, {}, grading_args, lab_command->parsed() ? lab_keys : std::vector<std::string>{}};
-        if (grade::slurm::submit({submissions, chosen, toolchain, options, slurm, context, read_secret(secret_file)}) > 0)
+        if (grade::slurm::submit({submissions, chosen, toolchain, options, slurm, context, secret}) > 0)
           return exit_all_passed;  // the collect job writes the gradebook
       }
       const auto started = std::chrono::steady_clock::now();
-      const auto reports = use_slurm || collect_command->parsed()
-                               ? grade::slurm::collect(submissions, chosen, toolchain, options)
-                               : grade::grade_batch(submissions, chosen, toolchain, options);
+      auto reports = use_slurm || collect_command->parsed()
+                         ? grade::slurm::collect(submissions, chosen, toolchain, options)
+                         : grade::grade_batch(submissions, chosen, toolchain, options);
+      for (grade::Report& report : reports) report.secret_used = !secret.empty();
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       grade::write_batch_outputs(reports, chosen, out.string());
       print_batch_summary(reports, seconds, grade::graded_this_run(), out);
@@ -338,9 +355,7 @@ int main(int argc, char** argv) {
         for (const grade::LabSpec& lab : catalog) known_labs.push_back(lab.id);
         return report_expectations(grade::check_expectations(reports, submissions_dir, known_labs));
       }
-      int worst = exit_all_passed;
-      for (const auto& report : reports) worst = std::max(worst, exit_status_of(report));
-      return worst == exit_kit_fault ? exit_kit_fault : exit_all_passed;
+      return grade::batch_exit_status(reports);
     }
 
     options.work_dir = (fs::path(toolchain.build_root) / "grade" / who).string();
@@ -356,7 +371,10 @@ int main(int argc, char** argv) {
       std::cout << grade::to_json(report).dump(2) << "\n";
     else
       std::cout << grade::to_text(report, true) << "\nReports: " << (reports_root / who).string() << ".{json,md,html}\n";
-    return exit_status_of(report);
+    return grade::exit_status_of(report);
+  } catch (const grade::BadInput& error) {  // the user's typo, not the kit's fault
+    std::cerr << "grade: " << error.what() << "\n";
+    return exit_usage;
   } catch (const std::exception& error) {
     std::cerr << "grade: the kit failed: " << error.what() << "\n";
     return exit_kit_fault;

@@ -1,5 +1,7 @@
 #include "model.h"
 
+#include "labkit/exit_status.h"
+
 #include <cstdio>
 #include <sstream>
 
@@ -34,6 +36,40 @@ void add_totals(Report& report) {
     report.points += lab.points;
     report.max_points += lab.max_points;
   }
+}
+
+namespace exit_status = labkit::protocol::exit_status;
+
+// A case that could not run (a lab on a machine without a GPU, a case that needs MPI) is not a
+// failure: with nothing failed, it makes the status "not run".
+int exit_status_of(const Report& report) {
+  for (const LabResult& lab : report.labs)  // whatever else happened: the kit's verdicts are not to be trusted
+    if (lab.status == LabStatus::kit_fault) return exit_status::kit_fault;
+  bool not_run = false;
+  for (const LabResult& lab : report.labs) {
+    if (lab.status == LabStatus::not_run) {
+      not_run = true;
+      continue;
+    }
+    if (lab.status != LabStatus::graded) return exit_status::failed;
+    for (const CaseResult& c : lab.cases) {
+      if (c.failed()) return exit_status::failed;
+      not_run = not_run || !c.ran();
+    }
+  }
+  return not_run ? exit_status::not_run : exit_status::ok;
+}
+
+// A student's build error, wrong answer or missing lab is the gradebook's business, not the
+// batch's: only a lab-submission the kit could not judge changes the status.
+int batch_exit_status(const std::vector<Report>& reports) {
+  bool not_run = false;
+  for (const Report& report : reports)
+    for (const LabResult& lab : report.labs) {
+      if (lab.status == LabStatus::kit_fault) return exit_status::kit_fault;
+      not_run = not_run || lab.status == LabStatus::not_run;
+    }
+  return not_run ? exit_status::not_run : exit_status::ok;
 }
 
 namespace {
@@ -170,7 +206,7 @@ json to_json(const Report& report) {
   json labs = json::array();
   for (const LabResult& lab : report.labs) labs.push_back(to_json(lab));
   return {{"who", report.who}, {"mode", report.mode}, {"points", report.points},
-          {"max_points", report.max_points}, {"labs", labs}};
+          {"max_points", report.max_points}, {"secret_used", report.secret_used}, {"labs", labs}};
 }
 
 std::string to_text(const Report& report, bool show_hidden_details) {

@@ -83,10 +83,20 @@ struct Report {
   std::vector<LabResult> labs;
   double points = 0;
   double max_points = 0;
+  // An instructor's secret (LABKIT_SECRET, --secret-file) changed every input: without one
+  // the inputs follow the public seeds, and answers hard-coded from them would pass.
+  bool secret_used = false;
 };
 
 void add_totals(LabResult& lab);
 void add_totals(Report& report);
+
+// `grade`'s exit status (labkit/exit_status.h) after one report (`grade lab`, `grade all`):
+// 1 when anything failed, else 3 when some check could not run here, else 0; 4 on a kit fault.
+int exit_status_of(const Report& report);
+// A batch's (--submissions): every lab-submission graded is 0, whatever the students' scores;
+// 3 when some could not run here (no GPU, too few GPUs); 4 when the kit failed on some.
+int batch_exit_status(const std::vector<Report>& reports);
 
 nlohmann::json to_json(const Report& report);
 nlohmann::json to_json(const SanitizerRun& run);

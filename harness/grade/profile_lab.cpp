@@ -1,5 +1,6 @@
 // `grade profile`: the lab's main performance case once for the submission and once for the
 // reference, each with the host under Nsight Compute, side by side.
+#include "bad_input.h"
 #include "grader.h"
 
 #include "labkit/protocol.h"
@@ -53,13 +54,13 @@ ProfiledSide profile_side(const RunContext& context, const std::string& ncu, con
 }
 
 std::string chosen_case(const LabSpec& lab, const std::string& case_name) {
-  if (lab.performance.empty()) throw std::invalid_argument("lab " + lab.id + " has no performance case to profile");
+  if (lab.performance.empty()) throw BadInput("lab " + lab.id + " has no performance case to profile");
   if (case_name.empty()) return lab.performance.front().case_name;
   for (const PerformanceRubric& p : lab.performance)
     if (p.case_name == case_name) return case_name;
   std::string known;
   for (const PerformanceRubric& p : lab.performance) known += " " + p.case_name;
-  throw std::invalid_argument("lab " + lab.id + " has no performance case '" + case_name + "'; it has:" + known);
+  throw BadInput("lab " + lab.id + " has no performance case '" + case_name + "'; it has:" + known);
 }
 
 }  // namespace

@@ -234,7 +234,7 @@ std::size_t submit(SubmitRequest request) {
       const std::string result_path = saved_result_file(slot.job.work_dir);
       LabResult result;
       std::string outcome;
-      if (options.reuse_saved && load_saved_result(result_path, slot.fingerprint, result)) {
+      if (options.reuse_saved && load_saved_result(result_path, slot.fingerprint, result) && reusable(result)) {
         outcome = "saved result reused";
       } else if (options.reuse_saved && load_saved_result(built_file(slot.job.work_dir), slot.fingerprint, result) &&
                  fs::exists(fs::path(slot.job.work_dir) / "module.so")) {
@@ -344,7 +344,7 @@ int run_task(const std::string& plan_file, const std::string& array_name, int ta
     const LabJob job = job_for(*lab, *submission, options);
     const std::string fingerprint = result_fingerprint(job, toolchain, options.grade);
     LabResult result;
-    if (load_saved_result(saved_result_file(job.work_dir), fingerprint, result)) {
+    if (load_saved_result(saved_result_file(job.work_dir), fingerprint, result) && reusable(result)) {
       std::printf("%s/%s: already graded, result kept\n", who.c_str(), lab->id.c_str());
       continue;
     }

@@ -8,9 +8,11 @@ std::optional<std::string> why_no_gpu() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status == cudaErrorNoDevice || (status == cudaSuccess && count == 0))
-    return std::string("no CUDA device");
+    return std::string("no CUDA GPU found here");
+  // Most often no NVIDIA driver at all, which the runtime calls an "insufficient" one: naming
+  // only the driver would send a student without a GPU off to update it.
   if (status != cudaSuccess)
-    return std::string("no CUDA device (") + cudaGetErrorName(status) + ": " +
+    return std::string("no CUDA GPU or driver found here (") + cudaGetErrorName(status) + ": " +
            cudaGetErrorString(status) + ")";
   return std::nullopt;
 }

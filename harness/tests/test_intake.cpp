@@ -1,5 +1,6 @@
 // Taking students' files in: every kind of broken or hostile submission gets a message the
 // student can act on, nothing outside a submission is ever read, and the rest is still graded.
+#include "bad_input.h"
 #include "batch.h"
 #include "catalog.h"
 #include "exports.h"
@@ -302,6 +303,60 @@ TEST_SUITE("intake") {
     REQUIRE(reports.size() == 1);
     CHECK(reports[0].labs[0].status == grade::LabStatus::build_failed);
     CHECK(fs::exists(dir.path / "work" / "José Núñez" / lab.dir / "result.json"));
+  }
+
+  TEST_CASE("a saved result is reused only when the student's files decided it, never when the machine did") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir dir("resume");
+    write(dir.path / "class" / "alice" / "histogram.cu", "int x;\n");
+    const grade::Toolchain toolchain = no_compiler(dir.path / "build");  // grading again fails to build
+    grade::BatchOptions options;
+    options.progress = false;
+    options.reuse_saved = true;
+    options.work_dir = (dir.path / "work").string();
+    const auto submissions = grade::find_submissions((dir.path / "class").string());
+    const grade::LabJob job{&lab, "alice", grade::find_student_dir(lab, submissions[0].base),
+                            (dir.path / "work" / "alice" / lab.dir).string()};
+    const std::string fingerprint = grade::result_fingerprint(job, toolchain, options.grade);
+    fs::create_directories(job.work_dir);
+
+    SUBCASE("not run (no CUDA device): graded again") {
+      grade::save_result(grade::saved_result_file(job.work_dir), fingerprint,
+                         grade::not_graded(lab, grade::LabStatus::not_run, "not run: no CUDA GPU or driver found here"));
+      const auto reports = grade::grade_batch(submissions, {lab}, toolchain, options);
+      CHECK(reports[0].labs[0].status == grade::LabStatus::build_failed);
+      CHECK(grade::graded_this_run() == 1);
+    }
+    SUBCASE("a fault of the kit: graded again") {
+      grade::save_result(grade::saved_result_file(job.work_dir), fingerprint,
+                         grade::not_graded(lab, grade::LabStatus::kit_fault, "the lab's checks could not start"));
+      const auto reports = grade::grade_batch(submissions, {lab}, toolchain, options);
+      CHECK(reports[0].labs[0].status == grade::LabStatus::build_failed);
+    }
+    SUBCASE("the student's own outcome (a run that crashed): reused") {
+      grade::save_result(grade::saved_result_file(job.work_dir), fingerprint,
+                         grade::not_graded(lab, grade::LabStatus::run_failed, "the checks stopped early"));
+      const auto reports = grade::grade_batch(submissions, {lab}, toolchain, options);
+      CHECK(reports[0].labs[0].status == grade::LabStatus::run_failed);
+      CHECK(grade::graded_this_run() == 0);
+    }
+  }
+
+  TEST_CASE("an empty submissions folder is the user's mistake, named") {
+    TempDir dir("empty-class");
+    write(dir.path / ".DS_Store", "");  // no one's submission
+    CHECK_THROWS_WITH_AS(grade::find_submissions(dir.path.string()),
+                         ("the submissions folder " + dir.path.string() +
+                          " is empty: put each student's submission in a folder of its own there").c_str(),
+                         grade::BadInput);
+  }
+
+  TEST_CASE("a class's reports folder is named after its folder, with or without a trailing slash") {
+    CHECK(grade::class_name("grading/class") == "class");
+    CHECK(grade::class_name("grading/class/") == "class");
+    CHECK(grade::class_name("class//") == "class");
+    CHECK(grade::class_name("/tmp/class/.") == "class");
+    CHECK(grade::class_name(".") == fs::current_path().filename().string());
   }
 
   TEST_CASE("names with spaces, accents, commas and quotes reach the gradebook and the report paths") {

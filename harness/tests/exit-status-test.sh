@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `grade`'s bad input, end to end: each mistake exits 2 with a message naming what was wrong,
+# never "the kit failed" (4) nor the argument library's own codes. Needs no GPU and no build of
+# the labs: every case stops before anything is compiled.
+#   exit-status-test.sh BUILD/harness/grade/labkit-grade
+set -uo pipefail
+grade="$1"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/empty-class"
+failures=0
+
+# expect_usage "what it names" ARGUMENTS...
+expect_usage() {
+  local names="$1"
+  shift
+  local output status
+  output="$("$grade" "$@" 2>&1)"
+  status=$?
+  if [[ $status -ne 2 ]]; then
+    echo "FAIL grade $*: exit $status, expected 2 (bad input): $output"
+    failures=$((failures + 1))
+  elif [[ "$output" != *"$names"* ]]; then
+    echo "FAIL grade $*: the message does not name '$names': $output"
+    failures=$((failures + 1))
+  elif [[ "$output" == *"the kit failed"* ]]; then
+    echo "FAIL grade $*: blames the kit: $output"
+    failures=$((failures + 1))
+  else
+    echo "ok   grade $*: exit 2: ${output%%$'\n'*}"
+  fi
+}
+
+expect_usage "no lab '99'" lab 99
+expect_usage "no lab 'labs/99-nothing'" lab labs/99-nothing
+expect_usage "nosuchcase" export 01 nosuchcase
+expect_usage "/nonexistent" all --secret-file /nonexistent
+expect_usage "/nonexistent" all --submissions /nonexistent
+expect_usage "$scratch/empty-class" all --submissions "$scratch/empty-class"
+expect_usage "say what to grade" --submissions "$scratch/empty-class"
+expect_usage "labs is required" lab
+expect_usage "bogus" bogus
+expect_usage "--seed" all --seed abc
+expect_usage "./grade selftest" selftest
+
+[[ $failures -eq 0 ]] || { echo "$failures case(s) failed"; exit 1; }
+echo "every bad input exits 2 and names itself"
