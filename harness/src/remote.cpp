@@ -8,7 +8,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,7 +25,12 @@ namespace labkit {
 namespace {
 
 constexpr int host_socket_fd = 3;  // where the host expects its end
-constexpr rlim_t host_file_size_bytes = rlim_t(64) << 20;
+// What the submission may print (stdout and stderr together) in one host's life: past it,
+// writes fail and the output is dropped, with a note, but the submission runs on. A kill
+// (SIGXFSZ) would turn a printf left in a loop into a wrong answer on every case.
+constexpr rlim_t host_output_bytes = rlim_t(1) << 20;
+// Under a tool the limit also caps the tool's own log files (sanitizer reports, ncu's CSV).
+constexpr rlim_t tool_file_bytes = rlim_t(64) << 20;
 
 using child::now_ms;
 using child::pointers;
@@ -73,17 +80,20 @@ void HostProcess::start() {
   add_tool_environment(options_.wrapper, env_strings);
   std::vector<char*> argv = pointers(argv_strings), envp = pointers(env_strings);
 
+  output_ = open_output();
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
-    // Only the socket crosses: every other descriptor (the result channel above all) closes.
-    if (dup2(ends[1], host_socket_fd) < 0) _exit(127);
+    // Only the socket and the output cross: every other descriptor (the result channel above
+    // all) closes.
+    if (dup2(ends[1], host_socket_fd) < 0 || dup2(output_, STDOUT_FILENO) < 0 || dup2(output_, STDERR_FILENO) < 0)
+      _exit(127);
     fcntl(host_socket_fd, F_SETFD, 0);
     close_range(host_socket_fd + 1, ~0u, 0);
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGXFSZ, SIG_IGN);  // a write past the cap fails (EFBIG) instead of killing
     if (cpu_ >= 0) child::pin_to_cpu(0, cpu_);
-    // What the submission prints goes to the runner's log: cap the files it can grow.
-    const rlimit file_size{host_file_size_bytes, host_file_size_bytes};
+    const rlimit file_size{output_cap(), output_cap()};
     setrlimit(RLIMIT_FSIZE, &file_size);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
@@ -137,6 +147,7 @@ void HostProcess::stop() {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }
+  copy_output_to_log();
   if (socket_ >= 0) close(socket_);
   pid_ = socket_ = -1;
   if (!scratch_.empty()) {
@@ -144,6 +155,40 @@ void HostProcess::stop() {
     std::filesystem::remove_all(scratch_, ignored);
     scratch_.clear();
   }
+}
+
+rlim_t HostProcess::output_cap() const { return options_.wrapper.empty() ? host_output_bytes : tool_file_bytes; }
+
+// The submission prints into memory the runner alone can name (not a file in the scratch
+// folder, which the sandboxed host could swap for a link); appending, so that every write
+// past the cap fails however the host moves its offset.
+int HostProcess::open_output() {
+  const int fd = memfd_create("submission-output", MFD_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("memfd_create failed");
+  fcntl(fd, F_SETFL, O_APPEND);
+  return fd;
+}
+
+// What the submission printed goes to the runner's log (the grader's run log), once its host
+// has stopped; and a note when the cap dropped some of it.
+void HostProcess::copy_output_to_log() {
+  if (output_ < 0) return;
+  struct stat size {};
+  fstat(output_, &size);
+  std::fflush(stdout);
+  char buffer[1 << 16];
+  for (off_t offset = 0; offset < size.st_size;) {
+    const ssize_t got = pread(output_, buffer, sizeof buffer, offset);
+    if (got <= 0) break;
+    [[maybe_unused]] const auto written = write(STDOUT_FILENO, buffer, std::size_t(got));
+    offset += got;
+  }
+  if (rlim_t(size.st_size) >= output_cap())
+    std::printf("\nnote: your code printed more than %d MiB (stdout and stderr together); the rest was dropped, "
+                "and grading went on. A printf left in a loop?\n",
+                int(output_cap() >> 20));
+  close(output_);
+  output_ = -1;
 }
 
 void HostProcess::send(const wire::Request& request, int fd) {

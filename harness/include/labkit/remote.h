@@ -11,6 +11,7 @@
 #include "labkit/shared_memory.h"
 #include "labkit/wire.h"
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <set>
@@ -80,10 +81,14 @@ private:
   void unmap_freed();
   std::vector<std::string> command_line() const;
   void wait_for_wrapper();
+  static int open_output();
+  rlim_t output_cap() const;
+  void copy_output_to_log();
 
   HostOptions options_;
   pid_t pid_ = -1;
   int socket_ = -1;
+  int output_ = -1;  // what the submission prints (open_output)
   std::string scratch_;
   std::string sandbox_;
   std::string forbidden_seen_;
