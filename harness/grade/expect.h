@@ -6,11 +6,15 @@
 //   labs:
 //     "01": {status: graded, correctness: some, points_at_most: 60, message: "counted twice"}
 //
+// files: starter (or reference): grade the kit's own starters (or reference solutions) under
+// this entry's name instead of files of its own, so that the entry tests today's code and never
+// a stale copy.
 // status: a lab status as the report spells it ("graded", "build failed", "run failed"...);
 // correctness: all, some or none of the correctness cases pass; message: text that must
 // appear in the lab's note, build log or some case's message.
 #pragma once
 
+#include "batch.h"
 #include "model.h"
 
 #include <string>
@@ -26,6 +30,10 @@ struct ExpectationCheck {
   // a file that names no lab, or a lab key the grader does not know ("1" for "01").
   std::vector<std::string> errors;
 };
+
+// Points each submission whose expected.yaml says `files: starter` or `files: reference` at
+// the kit's files (under `source_root`); throws BadInput on any other value.
+void use_kit_files(std::vector<Submission>& submissions, const std::string& source_root);
 
 // Checks each report against expected.yaml in its submission folder (`base_dir/<who>/`).
 // `known_labs`: every lab id of the catalog ("01"...); a key outside it is an error, a known

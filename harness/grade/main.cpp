@@ -323,7 +323,8 @@ int main(int argc, char** argv) {
         secret = read_secret(kept.string());
         options.grade.seed = labkit::mix_seeds(seed, seed_of_secret(secret));
       }
-      const auto submissions = grade::find_submissions(submissions_dir);
+      auto submissions = grade::find_submissions(submissions_dir);
+      if (expect) grade::use_kit_files(submissions, toolchain.source_root);
       if (secret.empty() && !task_command->parsed())
         std::cerr << "grade: warning: no instructor secret (set LABKIT_SECRET or pass --secret-file): every input "
                      "follows the public seeds, so answers hard-coded from them pass; the gradebook records it\n";

@@ -73,4 +73,22 @@ TEST_SUITE("expected verdicts") {
     CHECK(check.errors.empty());
     CHECK(check.checked == 0);
   }
+
+  TEST_CASE("an entry that hands in the kit's starters or references is graded from the kit's own files") {
+    const fs::path base = submissions({{"starters", "files: starter\nlabs:\n  \"01\": {status: graded}\n"},
+                                       {"references", "files: reference\nlabs:\n  \"01\": {status: graded}\n"},
+                                       {"own", "labs:\n  \"01\": {status: graded}\n"}});
+    std::vector<grade::Submission> class_ = grade::find_submissions(base.string());
+    grade::use_kit_files(class_, "/kit");
+    REQUIRE(class_.size() == 3);
+    CHECK(class_[0].base == (base / "own").string());
+    CHECK(class_[1].base == "/kit/solutions");
+    CHECK(class_[2].base == "/kit");
+  }
+
+  TEST_CASE("an unknown `files:` is bad input, not an entry graded from nothing") {
+    const fs::path base = submissions({{"typo", "files: starters\nlabs:\n  \"01\": {status: graded}\n"}});
+    std::vector<grade::Submission> class_ = grade::find_submissions(base.string());
+    CHECK_THROWS_WITH_AS(grade::use_kit_files(class_, "/kit"), doctest::Contains("files: starters"), std::invalid_argument);
+  }
 }
