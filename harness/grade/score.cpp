@@ -100,7 +100,11 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
                                                record["reference"].value("relative_error", 0.0));
       cr.points = labkit::ratio_points(record["ratio"].get<double>(), rubric.zero_credit_ratio,
                                        rubric.full_credit_ratio, rubric.points, noise);
-      if (faster_than_memory(record)) {
+      if (const std::string missing = record.value("lesson_missing", ""); !missing.empty()) {
+        cr.points = 0;
+        cr.outcome = Outcome::failed;
+        cr.message = "correct, but no speed credit: " + missing;
+      } else if (faster_than_memory(record)) {
         cr.points = 0;
         cr.outcome = Outcome::failed;
         cr.message = "faster than this GPU's memory can deliver the bytes the task must read: not credited "

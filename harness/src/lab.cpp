@@ -331,7 +331,8 @@ static void profile_once(const Case& c, const PerfSubject& student_side) {
 }
 
 void measure_performance(const Case& c, Work work, const PerfSubject& student_side,
-                         const PerfSubject& reference_side, const PerfHint& hint) {
+                         const PerfSubject& reference_side, const PerfHint& hint,
+                         const PerfRequirement& requirement) {
   const double bytes_moved = work.bytes;
   RunnerState& s = state();
   if (!timing_wanted(c)) return;
@@ -362,6 +363,7 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
         call, [reference_ms, &call] { return empty_call_ms(reference_ms, call.host_clock); });
     record["student"] = timing_json(student_time, bytes_moved, peak);
     if (hint) record["hint"] = hint(student_time.ms.median);
+    if (requirement) record["lesson_missing"] = requirement(student_time.ms.median);
     record["ratio"] = reference.median_ms() / student_time.ms.median;
     const double noise = ratio_noise(student_time.ms.relative_error, reference.relative_error());
     if (reference.cached && near_threshold(c.name, record["ratio"], noise)) {

@@ -96,4 +96,23 @@ TEST_SUITE("score") {
     CHECK(named(result, "ragged-1000003").outcome == grade::Outcome::failed);
     CHECK(named(result, "ragged-1000003").points == 0);
   }
+
+  TEST_CASE("a fast, correct call without the lab's lesson (lab 11: no overlap) earns no speed points") {
+    const grade::LabSpec lab = allreduce_lab();
+    const nlohmann::json fast = {{"ratio", 1.2},
+                                 {"output_ok", true},
+                                 {"student", {{"median_ms", 1.0}, {"relative_error", 0.01}}},
+                                 {"reference", {{"median_ms", 1.2}, {"relative_error", 0.01}}}};
+    nlohmann::json serial = fast;
+    serial["lesson_missing"] = "no overlap: your call took 0.98 x its phases one after another";
+    grade::Reports reports;
+    reports.performance["ring-16MiB"] = {{"ring-16MiB", protocol::Outcome::passed, "", fast}};
+    reports.performance["mpi-16MiB"] = {{"mpi-16MiB", protocol::Outcome::passed, "", serial}};
+    grade::LabResult result{lab.id, lab.name, lab.title};
+    grade::score_performance(lab, reports, "", result);
+    CHECK(named(result, "ring-16MiB").points == doctest::Approx(20));
+    CHECK(named(result, "mpi-16MiB").points == 0);
+    CHECK(named(result, "mpi-16MiB").outcome == grade::Outcome::failed);
+    CHECK(named(result, "mpi-16MiB").message.find("no overlap") != std::string::npos);
+  }
 }

@@ -1,8 +1,8 @@
 // Lab 11 checks: the student's pipelined merge against the checks' own one-thread-per-pixel
 // kernel (itself checked on the CPU) on every dataset case, with guards around the output and
 // junk in the workspace that name the race or slip a wrong answer came from; then the speed
-// against the reference solution's, with the three phases measured in the same run so that a
-// call that overlaps nothing is told so (a serial pipeline is slow, not wrong).
+// against the reference solution's, with the three phases measured in the same run: a call
+// that overlaps too little is told why and earns no speed points (correct, but not the lesson).
 #include "pipeline.h"
 
 #include <labkit/lab.h>
@@ -253,7 +253,7 @@ struct PerfState {
   DeviceBuffer<uint32_t> expected;
 };
 
-// ---- overlap: the three phases against the whole call, for the hint on a slow time ----------------------------------------
+// ---- overlap: the three phases against the whole call, the lab's required property ------------------------------------------
 
 double milliseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -339,9 +339,10 @@ std::string diagnose_no_overlap(const Phases& phases, double call_ms) {
          "half can overlap)" + measured;
 }
 
-// The performance cases' hint: a call that took more than `max_fraction_of_serial` of its
-// phases one after another overlapped too little (the starter takes all of it).
-labkit::PerfHint overlap_hint(const Case& c, const Phases& phases) {
+// The lab's lesson, required of every timed call: a call that took more than
+// `max_fraction_of_serial` of its phases one after another overlapped too little (the
+// starter takes all of it) and earns no speed points.
+labkit::PerfRequirement overlap_required(const Case& c, const Phases& phases) {
   const double limit = c.number("max_fraction_of_serial", 0.85);
   return [phases, limit](double call_ms) {
     return call_ms > limit * phases.serial_ms() ? diagnose_no_overlap(phases, call_ms) : std::string();
@@ -382,8 +383,8 @@ TEST_SUITE("performance") {
         const Phases phases = measure_phases(state, int(c.integer("repeats", 3)));
         labkit::measure_performance(
             c, bytes_moved, perf_subject(labkit::student<decltype(merge_pipelined)>("merge_pipelined"), state),
-            perf_subject(labkit::reference<decltype(merge_pipelined)>("merge_pipelined"), state),
-            overlap_hint(c, phases));
+            perf_subject(labkit::reference<decltype(merge_pipelined)>("merge_pipelined"), state), {},
+            overlap_required(c, phases));
       }
     }
   }

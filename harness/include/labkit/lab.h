@@ -134,7 +134,14 @@ struct Work {
   double flops;
 };
 
+// What a lab's lesson requires of a correct call beyond its answer, judged from the
+// student's median time (lab 11: the copies and the kernel overlap): "" when the call shows
+// it, else why not. A call that lacks it earns no speed points whatever its ratio, so that a
+// correct serial pipeline does not pass a lab about overlap.
+using PerfRequirement = std::function<std::string(double student_ms)>;
+
 void measure_performance(const Case& c, Work work, const PerfSubject& student_side,
-                         const PerfSubject& reference_side, const PerfHint& hint = {});
+                         const PerfSubject& reference_side, const PerfHint& hint = {},
+                         const PerfRequirement& requirement = {});
 
 }  // namespace labkit
