@@ -77,6 +77,12 @@ void save_result(const std::string& path, const std::string& fingerprint, const 
   fs::rename(path + ".tmp", path);  // whole or not at all, even if interrupted
 }
 
+LabJob job_for(const LabSpec& lab, const Submission& submission, const BatchOptions& options) {
+  const std::string student_dir = find_student_dir(lab, submission.base);
+  return {&lab, submission.who, student_dir, (fs::path(options.work_dir) / submission.who / lab.dir).string(),
+          student_dir.empty() ? "" : copies_left_out(lab, submission.base, student_dir)};
+}
+
 bool reusable(const LabResult& result) {
   return result.status != LabStatus::not_run && result.status != LabStatus::kit_fault;
 }
@@ -258,7 +264,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
         slots.push_back({{&lab, s.who}, "", refused, true});
         continue;
       }
-      LabJob job{&lab, s.who, find_student_dir(lab, s.base), (fs::path(options.work_dir) / s.who / lab.dir).string()};
+      const LabJob job = job_for(lab, s, options);
       slots.push_back({job, result_fingerprint(job, toolchain, options.grade)});
     }
 

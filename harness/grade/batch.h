@@ -38,6 +38,10 @@ struct BatchOptions {
   bool reuse_saved = false;  // reuse a saved result whose inputs are all unchanged
 };
 
+// One lab of one submission, as the batch and Slurm grade it: where its files are and where
+// its work goes.
+LabJob job_for(const LabSpec& lab, const Submission& submission, const BatchOptions& options);
+
 // Labs graded (not reused) by the last grade_batch, and those of them that compiled and ran
 // their checks on a GPU: the batch rate's numerators.
 std::size_t graded_this_run();

@@ -45,6 +45,7 @@ struct LabJob {
   std::string who;          // the submission's name
   std::string student_dir;  // where its files for this lab are; empty when missing
   std::string work_dir;     // staged sources, the compiled module, logs
+  std::string copies_note;  // other copies of the files left out (copies_left_out), or empty
 };
 
 // Stage 1, on a CPU core: stage and compile the student's files, and look for forbidden

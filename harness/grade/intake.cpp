@@ -137,4 +137,18 @@ std::string find_student_dir(const LabSpec& lab, const std::string& base) {
   return linked;
 }
 
+std::string copies_left_out(const LabSpec& lab, const std::string& base, const std::string& chosen) {
+  std::string left_out;
+  for (const fs::path& relative : {fs::path("labs") / lab.dir, fs::path(lab.dir), fs::path()}) {
+    const fs::path dir = fs::path(base) / relative;
+    if (dir.string() == chosen || !first_symlink(base, relative).empty() || !holds_all(dir, lab.student_files))
+      continue;
+    left_out += (left_out.empty() ? "" : " and ") + ("the copy in " + (relative.empty() ? "the top folder" : relative.string() + "/"));
+  }
+  if (left_out.empty()) return "";
+  const fs::path graded = fs::relative(chosen, base);
+  return "your submission holds more than one copy of " + lab.student_files.front() + ": graded the one in " +
+         (graded == "." ? "the top folder" : graded.string() + "/") + ", left out " + left_out;
+}
+
 }  // namespace grade

@@ -41,6 +41,10 @@ bool holds_all(const std::filesystem::path& dir, const std::vector<std::string>&
 // symbolic link below base: a linked lab folder comes back as the link, which build_lab refuses.
 std::string find_student_dir(const LabSpec& lab, const std::string& base);
 
+// When more than one of those places holds all of a lab's student files, the copies left out
+// beside `chosen` (find_student_dir's pick), as a note for the student; empty with one copy.
+std::string copies_left_out(const LabSpec& lab, const std::string& base, const std::string& chosen);
+
 // "3.2 MiB", rounded up so that a file just over the limit does not read as at it.
 std::string size_text(std::uintmax_t bytes);
 

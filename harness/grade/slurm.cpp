@@ -31,11 +31,6 @@ namespace {
 // with the same fingerprint as the saved result it will become.
 std::string built_file(const std::string& work_dir) { return work_dir + "/built.json"; }
 
-LabJob job_for(const LabSpec& lab, const Submission& submission, const BatchOptions& options) {
-  return {&lab, submission.who, find_student_dir(lab, submission.base),
-          (fs::path(options.work_dir) / submission.who / lab.dir).string()};
-}
-
 int effective_time_limit(const LabSpec& lab, const GradeOptions& options) {
   return options.time_limit_seconds > 0 ? options.time_limit_seconds : lab.time_limit_seconds;
 }

@@ -148,6 +148,20 @@ TEST_SUITE("intake") {
     fs::permissions(dir.path / "histogram.cu", fs::perms::owner_all);
   }
 
+  TEST_CASE("two copies of a lab's files: the graded one is named, and the one left out") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir base("copies");
+    const std::string root = base.path.string();
+    write(base.path / "labs" / lab.dir / "histogram.cu", "int x;\n");
+    const std::string chosen = grade::find_student_dir(lab, root);
+    CHECK(grade::copies_left_out(lab, root, chosen) == "");
+    write(base.path / "histogram.cu", "int y;\n");
+    CHECK(grade::find_student_dir(lab, root) == chosen);
+    CHECK(grade::copies_left_out(lab, root, chosen) ==
+          "your submission holds more than one copy of histogram.cu: graded the one in labs/01-histogram/, left out "
+          "the copy in the top folder");
+  }
+
   TEST_CASE("a lab folder is found without looking through links") {
     const grade::LabSpec& lab = histogram_lab();
     TempDir base("find");
