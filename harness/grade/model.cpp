@@ -226,7 +226,9 @@ std::string to_text(const Report& report, bool show_hidden_details) {
     const std::size_t passed = count_passed(lab, "correctness", total);
     const bool judged = lab.status == LabStatus::graded || lab.status == LabStatus::run_failed;
     if (!judged) {
-      out << "  " << total << " correctness cases not run\n";
+      std::size_t timed = 0;
+      count_passed(lab, "performance", timed);
+      out << "  " << total << " correctness and " << timed << " performance cases not run\n";
       out << format("  lab total: %.1f / %.0f points", lab.points, lab.max_points) << "\n";
       continue;
     }
