@@ -1,76 +1,37 @@
 // Lab 09 checks: the student's radix sort against a CPU sort on every dataset case (every key
 // exact, nothing written past d_keys + n or past the temporary storage it asked for), then
-// its speed against the reference solution's on the performance cases.
+// its speed against the reference solution's on the performance cases. The checks shared
+// with lab 10 are in labkit/sort_checks.h; what is here is this lab's inputs and diagnoses.
 #include "sort.h"
 
 #include <labkit/lab.h>
+#include <labkit/sort_checks.h>
 
 #include <algorithm>
 #include <functional>
 #include <numeric>
-#include <sstream>
 
 namespace {
 
 using labkit::Case;
-using labkit::DeviceBuffer;
-using Keys = std::vector<uint32_t>;
-constexpr uint32_t poison_word = 0x01010101u * labkit::poison_byte;  // 0xA5A5A5A5
-constexpr size_t guard_words = 64;        // poisoned words after d_keys[n): a write there is caught
-constexpr size_t temp_guard_bytes = 256;  // poisoned bytes after the temporary storage
+using namespace labkit::sort_checks;
 constexpr size_t warp_size = 32;
-
-// The contract's ceiling on temporary storage: 8 bytes per key plus 64 MiB.
-size_t max_temp_bytes(size_t n) { return 8 * n + (size_t(64) << 20); }
 
 // ---- inputs and the expected output -----------------------------------------------------
 
 // The dataset's generators, plus one pattern of the lab's own: `pattern: single_bit` turns
 // each value v into 1 << (v % 32), keys with exactly one bit set.
-Keys make_input(const Case& c, uint64_t seed_shift = 0) {
-  labkit::InputSpec spec = c.input;
-  spec.seed += seed_shift;
-  Keys keys = labkit::generate<uint32_t>(c.n, spec);
+Keys make_input(const Case& c) {
+  Keys keys = labkit::generate<uint32_t>(c.n, c.input);
   if (c.has("pattern") && c.params.at("pattern") == "single_bit")
     for (uint32_t& key : keys) key = 1u << (key % 32);
   return keys;
 }
 
-// A plain LSD counting sort, one byte at a time: the same result as std::sort for uint32_t,
-// in four linear passes, so the 2^26-key cases stay quick on the CPU.
-Keys cpu_sort(Keys keys) {
-  if (keys.size() < (size_t(1) << 16)) {
-    std::sort(keys.begin(), keys.end());
-    return keys;
-  }
-  Keys other(keys.size());
-  for (int shift = 0; shift < 32; shift += 8) {
-    size_t start[257] = {};
-    for (uint32_t key : keys) ++start[((key >> shift) & 255) + 1];
-    for (int d = 0; d < 256; ++d) start[d + 1] += start[d];
-    for (uint32_t key : keys) other[start[(key >> shift) & 255]++] = key;
-    keys.swap(other);
-  }
-  return keys;
-}
-
 // ---- naming the mistake -----------------------------------------------------------------
-
-std::string hex(uint32_t x) {
-  std::ostringstream out;
-  out << "0x" << std::hex << x;
-  return out.str();
-}
 
 const char* global_sort_hint =
     "(hint: a digit histogram over all keys, a scan of it, and a scatter: README)";
-
-// The first i with keys[i] < keys[i - 1], or keys.size() when there is none.
-size_t first_descent(const Keys& keys) {
-  for (size_t i = 1; i < keys.size(); ++i)
-    if (keys[i] < keys[i - 1]) return i;
-  return keys.size();
-}
 
 // The greatest common divisor of every descent's index: an output made of sorted runs of
 // `run` keys descends only at multiples of `run`. 0 when it never descends.
@@ -104,30 +65,6 @@ int bits_sorted_by(const Keys& actual, bool top) {
     if (sorted) return bits;
   }
   return 0;
-}
-
-// Sorted as int32 instead of uint32: the keys >= 2^31 (negative as int32) first, then the rest,
-// each group in ascending order.
-bool is_signed_order(const Keys& expected, const Keys& actual) {
-  const size_t below_top_bit = size_t(std::lower_bound(expected.begin(), expected.end(), 0x80000000u) - expected.begin());
-  if (below_top_bit == 0 || below_top_bit == expected.size()) return false;  // the same order either way
-  const size_t top_bit = expected.size() - below_top_bit;
-  return std::equal(expected.begin() + below_top_bit, expected.end(), actual.begin()) &&
-         std::equal(expected.begin(), expected.begin() + below_top_bit, actual.begin() + top_bit);
-}
-
-// When the output is not a permutation of the input: which key's count changed.
-std::string describe_count_mismatch(const Keys& expected, const Keys& actual_sorted) {
-  const size_t i = size_t(std::mismatch(expected.begin(), expected.end(), actual_sorted.begin()).first - expected.begin());
-  const uint32_t key = i < expected.size() && (i >= actual_sorted.size() || expected[i] < actual_sorted[i])
-                           ? expected[i]
-                           : actual_sorted[i];
-  const auto count_in = [key](const Keys& keys) {
-    const auto range = std::equal_range(keys.begin(), keys.end(), key);
-    return size_t(range.second - range.first);
-  };
-  return "key " + hex(key) + " occurs " + std::to_string(count_in(expected)) + " times in the input and " +
-         std::to_string(count_in(actual_sorted)) + " times in the output";
 }
 
 // The output holds other keys than the input: some were lost, some duplicated.
@@ -207,76 +144,6 @@ std::string diagnose_unsorted(const Keys& input, const Keys& expected, const Key
   return "the output is a permutation of the input but not sorted, the same on every run. " + where;
 }
 
-// ---- correctness ------------------------------------------------------------------------
-
-struct SortOutput {
-  Keys keys;                   // d_keys[0..n)
-  bool guard_written = false;  // a word past d_keys + n changed
-  size_t guard_index = 0;      // the first one that did
-  bool temp_overrun = false;   // a byte past d_temp + temp_bytes changed
-};
-
-size_t query_temp_bytes(size_t n) {
-  return labkit::student<decltype(radix_sort_temp_bytes)>("radix_sort_temp_bytes")(n);
-}
-
-// Sorts `input` with the student's function, `temp_bytes` of poisoned temporary storage and
-// poisoned guards after both buffers.
-SortOutput run_student_sort(const Keys& input, size_t temp_bytes) {
-  Keys with_guard = input;
-  with_guard.resize(input.size() + guard_words, poison_word);
-  DeviceBuffer<uint32_t> d_keys(with_guard);
-  DeviceBuffer<uint8_t> d_temp(temp_bytes + temp_guard_bytes);
-  d_temp.poison();
-  labkit::student<decltype(radix_sort)>("radix_sort")(d_keys.data(), input.size(), d_temp.data(), temp_bytes, nullptr);
-  CUDA_CHECK_KERNELS(nullptr);
-
-  SortOutput result;
-  result.keys = d_keys.download();
-  const auto guard = std::find_if(result.keys.begin() + input.size(), result.keys.end(),
-                                  [](uint32_t v) { return v != poison_word; });
-  result.guard_written = guard != result.keys.end();
-  result.guard_index = size_t(guard - result.keys.begin());
-  result.keys.resize(input.size());
-
-  std::vector<uint8_t> temp_guard(temp_guard_bytes);
-  CUDA_CHECK(cudaMemcpy(temp_guard.data(), d_temp.data() + temp_bytes, temp_guard_bytes, cudaMemcpyDeviceToHost));
-  result.temp_overrun = std::any_of(temp_guard.begin(), temp_guard.end(),
-                                    [](uint8_t b) { return b != labkit::poison_byte; });
-  return result;
-}
-
-void check_sort(const Case& c) {
-  const Keys input = make_input(c);
-  const Keys expected = cpu_sort(input);
-  labkit::export_array(c, "input", input);
-  labkit::export_array(c, "expected_output", expected);
-
-  const size_t temp_bytes = query_temp_bytes(c.n);
-  if (temp_bytes > max_temp_bytes(c.n))
-    return labkit::verdict(c, false, "radix_sort_temp_bytes(" + std::to_string(c.n) + ") asked for " +
-                                         std::to_string(temp_bytes) + " bytes; the contract allows at most 8 x n + "
-                                         "64 MiB = " + std::to_string(max_temp_bytes(c.n)) + " bytes");
-  const SortOutput result = run_student_sort(input, temp_bytes);
-  if (result.guard_written)
-    return labkit::verdict(c, false, "radix_sort wrote d_keys[" + std::to_string(result.guard_index) +
-                                         "], past the end d_keys + n (n = " + std::to_string(c.n) + "): the last "
-                                         "tile must load and store only up to n");
-  if (result.temp_overrun)
-    return labkit::verdict(c, false, "radix_sort wrote past d_temp + temp_bytes (temp_bytes = " +
-                                         std::to_string(temp_bytes) + ", what radix_sort_temp_bytes(" +
-                                         std::to_string(c.n) + ") returned): ask for all the space you use");
-
-  const labkit::Comparison comparison = labkit::compare_exact(expected, result.keys);
-  if (comparison.ok()) return labkit::verdict(c, true);
-  const auto sort = [temp_bytes](const Keys& in) { return run_student_sort(in, temp_bytes).keys; };
-  const Keys actual_sorted = cpu_sort(result.keys);
-  const std::string diagnosis = actual_sorted == expected
-                                    ? diagnose_unsorted(input, expected, result.keys, sort)
-                                    : diagnose_not_permutation(input, expected, result.keys, actual_sorted);
-  labkit::verdict(c, false, diagnosis + ". " + comparison.describe());
-}
-
 // ---- performance ------------------------------------------------------------------------
 
 // make_input's `single_bit` on the GPU: each value v becomes 1 << (v % 32).
@@ -296,57 +163,25 @@ void draw_input(const Case& c, uint32_t* out, uint64_t seed, cudaStream_t stream
   }
 }
 
-// One side's temporary storage, of the size that side asked for.
-struct PerfTemp {
-  size_t bytes = 0;
-  DeviceBuffer<uint8_t> buffer;
+const SortLab radix_sort_lab{
+    "radix_sort",
+    "radix_sort_temp_bytes",
+    make_input,
+    draw_input,
+    "the last tile must load and store only up to n",
+    diagnose_not_permutation,
+    diagnose_unsorted,
+    {},
+    // An LSD sort with 8-bit digits reads and writes every key once per pass, four passes.
+    4.0 * 2.0 * sizeof(uint32_t),
 };
-
-PerfTemp reference_temp(size_t n) {
-  const size_t bytes = labkit::reference<decltype(radix_sort_temp_bytes)>("radix_sort_temp_bytes")(n);
-  return {bytes, DeviceBuffer<uint8_t>(bytes)};
-}
-
-// A timed call's buffers: keys of the case's shape drawn afresh for every call
-// (labkit/fresh_input.h), which the call sorts in place, and the checks' own copy of them,
-// sorted by the reference in storage of its own.
-struct PerfBuffers {
-  explicit PerfBuffers(const Case& c)
-      : keys(c.n, [&c](uint32_t* out, uint64_t seed, cudaStream_t stream) { draw_input(c, out, seed, stream); }),
-        expected(c.n), expected_temp(reference_temp(c.n)) {}
-
-  // The drawn keys, sorted by the reference.
-  Keys sorted_by_reference() {
-    labkit::copy_on_device(expected.data(), keys.drawn(), expected.bytes(), expected.device());
-    labkit::reference<decltype(radix_sort)>("radix_sort")(expected.data(), expected.size(),
-                                                          expected_temp.buffer.data(), expected_temp.bytes, nullptr);
-    return expected.download();
-  }
-
-  labkit::FreshInput<uint32_t> keys;
-  DeviceBuffer<uint32_t> expected;
-  PerfTemp expected_temp;
-};
-
-labkit::PerfSubject perf_subject(labkit::Function<decltype(radix_sort)> fn, const Case& c, PerfBuffers& b,
-                                 PerfTemp& temp) {
-  // In place: the keys are the call's input and its output.
-  labkit::TimedCall call = labkit::timed_call(
-      [fn, &c, &b, &temp](cudaStream_t stream) { fn(b.keys.data(), c.n, temp.buffer.data(), temp.bytes, stream); },
-      {&b.keys}, {&b.keys});
-  call.prepare = [draw = call.prepare, &temp](int sample) {
-    draw(sample);
-    temp.buffer.poison();  // the contract's garbage on entry
-  };
-  return {call, [&b] { return labkit::compare_exact(b.sorted_by_reference(), b.keys.collected()).describe(); }};
-}
 
 }  // namespace
 
 TEST_SUITE("correctness") {
   TEST_CASE("radix_sort matches a CPU sort") {
     for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_sort(c); }); }
+      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_sort(radix_sort_lab, c); }); }
     }
   }
 }
@@ -354,21 +189,7 @@ TEST_SUITE("correctness") {
 TEST_SUITE("performance") {
   TEST_CASE("radix_sort throughput against the reference") {
     for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfBuffers buffers(c);
-        const size_t student_bytes = query_temp_bytes(c.n);
-        if (student_bytes > max_temp_bytes(c.n))
-          throw std::runtime_error("radix_sort_temp_bytes asked for more than 8 x n + 64 MiB bytes");
-        PerfTemp student_temp{student_bytes, DeviceBuffer<uint8_t>(student_bytes)};
-        PerfTemp reference_side_temp = reference_temp(c.n);
-        // An LSD sort with 8-bit digits reads and writes every key once per pass, four passes.
-        const double bytes_moved = 4.0 * 2.0 * sizeof(uint32_t) * double(c.n);
-        labkit::measure_performance(
-            c, bytes_moved,
-            perf_subject(labkit::student<decltype(radix_sort)>("radix_sort"), c, buffers, student_temp),
-            perf_subject(labkit::reference<decltype(radix_sort)>("radix_sort"), c, buffers, reference_side_temp));
-      }
+      SUBCASE(c.name.c_str()) { time_sort(radix_sort_lab, c); }
     }
   }
 }
