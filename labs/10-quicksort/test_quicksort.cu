@@ -59,9 +59,10 @@ std::string why_too_slow(const Case& c) {
           "splits off one key per level: the recursion is n levels deep, or it hits the depth limit and a single "
           "thread sorts almost all keys in O(n^2). Take the pivot as the median of sampled keys";
   else if (d == Distribution::all_same || d == Distribution::few_distinct)
-    why = "with many equal keys a two-way partition (< pivot | >= pivot) keeps splitting runs of equal keys: "
-          "the recursion never gets shorter, or one side gets everything, O(n^2) in all. A three-way partition "
-          "(<, ==, >) removes every key equal to the pivot at once, so all-equal input takes one pass";
+    why = "with many equal keys a two-way partition that puts every key equal to the pivot on one side "
+          "(< pivot | >= pivot) takes one key off a run of equal keys per level: n levels, O(n^2) work in all, "
+          "past any depth limit. A three-way partition (<, ==, >) removes every key equal to the pivot at once, "
+          "so all-equal input takes one pass";
   else
     why = "a segment partitioned by one thread is n sequential steps at the first level alone, and with random "
           "pivots some segments reach MAX_DEPTH while still large, where one thread selection-sorts them in O(m^2)";
