@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Grades the policy's three tiers of every lab on this machine's GPU (README.md here): the
+# unchanged starters, the chapters' techniques done right (chapter/) and the reference
+# solutions, as one class, and keeps what the grader saved for each lab-submission, without
+# its logs, as OUT/h100/<tier>/<lab>.json: copy that folder over grading/policy/h100/ and
+# harness/tests/test_policy.cpp scores it under every later rubric.
+#   grading/policy/record.sh OUT [LAB...]      GRADE=... the built labkit-grade
+#   TIERS="chapter" grading/policy/record.sh ...  only those tiers (default: all three)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+grade="${GRADE:-$root/build/harness/grade/labkit-grade}"
+out="$(realpath -m "$1")"
+shift
+labs=(all)
+[[ $# -gt 0 ]] && labs=(lab "$@")
+
+class="$(mktemp -d /tmp/labkit-policy-XXXXXX)/policy-class"
+tiers=(${TIERS:-starter chapter reference})
+for tier in "${tiers[@]}"; do mkdir -p "$class/$tier"; done
+for lab in "$root"/labs/[0-9][0-9]-*/; do
+  name=$(basename "$lab")
+  for file in $(sed -n 's/^student_files: \[\(.*\)\].*/\1/p' "$lab/lab.yaml" | tr -d ' ' | tr ',' ' '); do
+    [[ -d "$class/starter" ]] && cp "$lab/$file" "$class/starter/"
+  done
+  [[ -d "$class/reference" ]] && cp "$root/solutions/$name"/* "$class/reference/"
+  [[ -d "$class/chapter" && -d "$root/grading/policy/chapter/$name" ]] && cp "$root/grading/policy/chapter/$name"/* "$class/chapter/"
+done
+chmod -R a+rX "$(dirname "$class")"  # the sandboxed hosts run as nobody
+
+"$grade" "${labs[@]}" --submissions "$class" --out "$out/batch" --fresh
+status=$?
+saved="$(dirname "$grade")/../../grade/batch/policy-class"
+for result in "$saved"/*/*/result.json; do
+  tier=$(basename "$(dirname "$(dirname "$result")")")
+  lab=$(basename "$(dirname "$result")")
+  mkdir -p "$out/h100/$tier"
+  python3 -c '
+import json, sys
+lab = json.load(open(sys.argv[1]))["result"]
+lab.update(build_log="", run_log="", sanitizer=[])
+json.dump(lab, open(sys.argv[2], "w"), indent=1)
+' "$result" "$out/h100/$tier/${lab%%-*}.json"
+done
+exit $status
