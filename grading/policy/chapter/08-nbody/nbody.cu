@@ -11,8 +11,8 @@
 //   - a thread past n takes a zero body as its own (its result is never stored).
 // Kept: one body per thread, 256 threads per block = bodies per tile, one float4 per body in
 // shared memory, the two __syncthreads() per tile, rsqrtf, the store guarded by i < n.
-// Follows seed 004_39f2774132d9005b.txt, the N-body section's shared-memory kernel (the tile
-// loop "for (int tile = 0; tile < gridDim.x; tile++)"); lab README, "Its flaw: n that is not
+// Follows seed 004_39f2774132d9005b.txt, "N 体模拟实现概述" (the shared-memory kernel with
+// its tile loop "for (int tile = 0; tile < gridDim.x; tile++)"); lab README, "Its flaw: n that is not
 // a multiple of the tile" ("guard the tile load, and fill the slots past n with bodies of
 // mass 0").
 #include "nbody.h"
