@@ -163,7 +163,8 @@ __device__ void push(BlockState& s, size_t begin, size_t end) {
 }
 
 // Sorts keys[begin, end). Launched <<<1, block_threads>>>; `depth` is its launch depth.
-__global__ void __launch_bounds__(block_threads) quicksort_block_kernel(uint32_t* keys, uint32_t* scratch, size_t begin, size_t end, int depth) {
+__global__ void __launch_bounds__(block_threads)
+    quicksort_block_kernel(uint32_t* keys, uint32_t* scratch, size_t begin, size_t end, int depth) {
   __shared__ BlockState s;
   if (threadIdx.x == 0) {
     s.stack_size = 0;
