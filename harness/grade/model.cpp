@@ -98,6 +98,10 @@ std::optional<LibraryTime> library_time(const CaseResult& c) {
   return LibraryTime{named ? anchor["name"].get<std::string>() : "library", median_ms};
 }
 
+std::string json_text(const json& value, int indent) {
+  return value.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
 namespace exit_status = labkit::protocol::exit_status;
 
 // A case that could not run (a lab on a machine without a GPU, a case that needs MPI) is not a
@@ -140,6 +144,8 @@ std::string format(const char* pattern, double a, double b = 0, double c = 0, do
   return buffer;
 }
 
+}  // namespace
+
 std::string timing_line(const CaseResult& c) {
   if (!c.timing.contains("student")) return {};
   const json& s = c.timing["student"];
@@ -150,6 +156,8 @@ std::string timing_line(const CaseResult& c) {
   if (const auto library = library_time(c)) line += library->name + format(" %.4f ms; ", library->median_ms);
   return line + format("ratio %.2f", c.timing["ratio"].get<double>());
 }
+
+namespace {
 
 // A Markdown table cell holds one line and no column separator.
 std::string table_cell(std::string text) {

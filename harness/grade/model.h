@@ -117,6 +117,14 @@ struct LibraryTime {
 };
 std::optional<LibraryTime> library_time(const CaseResult& c);
 
+// A performance case's times in one line: "yours 0.0886 ms, 1184 GB/s, 39.3% of peak;
+// reference 0.0373 ms; CUB 0.0455 ms; ratio 0.42"; empty when it was not timed.
+std::string timing_line(const CaseResult& c);
+
+// JSON as text for a file. Logs cut to their tail and folder names from a Latin-1 zip need not
+// be valid UTF-8: invalid bytes become U+FFFD rather than an exception that loses the batch.
+std::string json_text(const nlohmann::json& value, int indent = 2);
+
 void add_totals(LabResult& lab);
 void add_totals(Report& report);
 
