@@ -1,5 +1,6 @@
 #include "exports.h"
 
+#include "intake.h"
 #include "report_html.h"
 
 #include <algorithm>
@@ -115,10 +116,18 @@ struct LabsWithReason {
   std::string reason;
 };
 
+// A lab not handed in says so in three words: in a class's batch there are many, each naming
+// its own file. Any other lab not graded gives its report's reason.
+std::string reason_in_gradebook(const LabResult& lab, const LabSpec& spec) {
+  if (lab.status == LabStatus::missing_files && lab.note == not_found_note(spec)) return "not handed in";
+  return not_graded_reason(lab);
+}
+
 std::vector<LabsWithReason> not_graded_reasons(const Report& report, const std::vector<LabSpec>& labs) {
   std::vector<LabsWithReason> reasons;
-  for (const LabResult* lab : asked_labs(report, labs)) {
-    const std::string reason = not_graded_reason(*lab);
+  for (const LabSpec& spec : labs) {
+    const LabResult* lab = asked_lab(report, spec);
+    const std::string reason = lab ? reason_in_gradebook(*lab, spec) : "";
     if (reason.empty()) continue;
     const auto same = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.reason == reason; });
     if (same == reasons.end())
@@ -129,10 +138,25 @@ std::vector<LabsWithReason> not_graded_reasons(const Report& report, const std::
   return reasons;
 }
 
+bool consecutive(const std::string& id, const std::string& next) {
+  const auto number = [](const std::string& text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })
+               ? std::stoi(text)
+               : -2;
+  };
+  return number(id) >= 0 && number(next) == number(id) + 1;
+}
+
+// "01, 03, 05-13": three or more labs in a row as a range.
 std::string labs_named(const LabsWithReason& labs) {
-  std::string ids;
-  for (const std::string& id : labs.ids) ids += (ids.empty() ? "" : ", ") + id;
-  return ids;
+  const std::vector<std::string>& ids = labs.ids;
+  std::string named;
+  for (std::size_t first = 0, last = 0; first < ids.size(); first = last + 1) {
+    for (last = first; last + 1 < ids.size() && consecutive(ids[last], ids[last + 1]);) ++last;
+    if (last - first < 2) last = first;
+    named += (named.empty() ? "" : ", ") + ids[first] + (last > first ? "-" + ids[last] : "");
+  }
+  return named;
 }
 
 // ---- Points in hundredths that add up

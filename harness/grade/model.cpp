@@ -57,12 +57,13 @@ constexpr std::size_t min_cases_sharing_a_hint = 3;
 std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_details) {
   std::vector<SharedHint> shared;
   for (const CaseResult& c : lab.cases) {
-    if (c.kind != "correctness" || !c.ran() || c.passed()) continue;
+    if (c.kind != "correctness" || c.passed()) continue;
     const std::string hint = visible_message(c, show_hidden_details);
     if (hint.empty()) continue;
-    const auto same = std::find_if(shared.begin(), shared.end(), [&](const SharedHint& s) { return s.hint == hint; });
+    const auto same = std::find_if(shared.begin(), shared.end(),
+                                   [&](const SharedHint& s) { return s.hint == hint && s.ran == c.ran(); });
     if (same == shared.end())
-      shared.push_back({hint, {c.name}});
+      shared.push_back({hint, c.ran(), {c.name}});
     else
       same->cases.push_back(c.name);
   }
@@ -310,7 +311,8 @@ std::string to_text(const Report& report, bool show_hidden_details) {
       out << "    " << (c.ran() ? "FAIL " : "NOT RUN ") << c.name << ": "
           << visible_message(c, show_hidden_details) << "\n";
     }
-    for (const SharedHint& s : shared) out << "    FAIL " << case_list(s) << ", the same hint: " << s.hint << "\n";
+    for (const SharedHint& s : shared)
+      out << "    " << (s.ran ? "FAIL " : "NOT RUN ") << case_list(s) << ", the same hint: " << s.hint << "\n";
     if (!lab.sanitizer.empty()) {
       out << "  compute-sanitizer, on " << sanitizer_cases(lab) << " (your lines, the first findings):\n";
       for (const std::string& line : sanitizer_lines(lab)) out << "    " << line << "\n";
@@ -347,7 +349,7 @@ std::string to_markdown(const Report& report, bool show_hidden_details) {
     out << "\n| case | kind | result | points | details |\n|---|---|---|---|---|\n";
     for (const CaseResult& c : lab.cases) {
       std::string details = c.kind == "performance"            ? timing_line(c)
-                            : in_shared_hint(shared, c.name) ? "the same hint as other cases: below the table"
+                            : in_shared_hint(shared, c.name) ? see_shared_hint
                                                              : visible_message(c, show_hidden_details);
       if (c.kind == "performance" && !c.message.empty()) details += (details.empty() ? "" : "; ") + c.message;
       out << "| " << c.name << (c.hidden ? " (hidden)" : "") << " | " << c.kind << " | "

@@ -99,12 +99,16 @@ std::string not_graded_reason(const LabResult& lab);
 // students (show_hidden_details false), never from the instructor.
 std::string visible_message(const CaseResult& c, bool show_hidden_details);
 
-// Failing correctness cases of one lab that share a hint, so that a report gives it once.
+// Correctness cases of one lab that failed, or did not run, with the same hint, so that a
+// report gives it once.
 struct SharedHint {
   std::string hint;
-  std::vector<std::string> cases;  // two or more, in the lab's order
+  bool ran = true;                 // failed, or did not run
+  std::vector<std::string> cases;  // three or more, in the lab's order
 };
 std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_details);
+// What a case's own row says instead of a shared hint.
+inline constexpr const char* see_shared_hint = "the same hint as other cases, below the table";
 bool in_shared_hint(const std::vector<SharedHint>& shared, const std::string& case_name);
 // "a, b, c (3 cases)"; a long list names the first few: "a, b, c, d, e and 14 more (19 cases)".
 std::string case_list(const SharedHint& shared);

@@ -204,7 +204,7 @@ void lab_section(std::ostringstream& out, const LabResult& lab, const std::vecto
   out << "<h3>correctness</h3><table><tr><th>case</th><th>verdict</th><th>points</th><th>hint</th></tr>";
   for (const CaseResult& c : lab.cases) {
     if (c.kind != "correctness") continue;
-    const std::string hint = in_shared_hint(shared, c.name) ? "the same hint as other cases: below the table"
+    const std::string hint = in_shared_hint(shared, c.name) ? see_shared_hint
                                                             : visible_message(c, show_hidden_details);
     out << "<tr><td><code>" << html_escaped(c.name) << "</code>"
         << (c.hidden ? " <span class=\"note\">(hidden)</span>" : "")
