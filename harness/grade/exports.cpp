@@ -381,7 +381,11 @@ json gradescope_results(const Report& report, const std::vector<LabSpec>& labs) 
                        {"output", case_output(c)},
                        {"visibility", c.hidden ? "hidden" : "visible"}});
     }
-  return {{"score", from_hundredths(std::llround(total_points(asked) * 100))},
+  // The total is what the tests add up to, as Gradescope would add them: a student with full
+  // marks gets the maximum exactly.
+  long long score = 0;
+  for (const json& test : tests) score += std::llround(test["score"].get<double>() * 100);
+  return {{"score", from_hundredths(score)},
           {"output", labs_output(asked)},
           {"visibility", "visible"},
           {"tests", tests}};

@@ -26,8 +26,9 @@ std::string gradebook_csv(const std::vector<Report>& reports, const std::vector<
 std::string junit_xml(const std::vector<Report>& reports, const std::vector<LabSpec>& labs);
 
 // Gradescope's autograder results.json for one submission: a test per case (hidden cases
-// hidden); the maxima, in hundredths of a point, add up to the labs' total exactly. The
-// output names each lab's note and carries the compiler's messages, cut to a sane length.
+// hidden); the maxima, in hundredths of a point, add up to the labs' total exactly, and the
+// score is what the tests' scores add up to. The output gives each lab's points and note and
+// the compiler's messages, cut to a sane length.
 nlohmann::json gradescope_results(const Report& report, const std::vector<LabSpec>& labs);
 
 // PrairieLearn's external-grader results.json for one submission: gradable (false when no
