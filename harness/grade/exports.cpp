@@ -12,6 +12,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -80,19 +81,18 @@ std::string cut_log(const std::string& log) {
 
 // ---- The labs asked for, and what became of them
 
-// A report's labs in the order asked; a lab asked for that the report lacks is left out.
-std::vector<const LabResult*> asked_labs(const Report& report, const std::vector<LabSpec>& labs) {
-  std::vector<const LabResult*> asked;
-  for (const LabSpec& spec : labs)
-    for (const LabResult& lab : report.labs)
-      if (lab.id == spec.id) asked.push_back(&lab);
-  return asked;
-}
-
 const LabResult* asked_lab(const Report& report, const LabSpec& spec) {
   for (const LabResult& lab : report.labs)
     if (lab.id == spec.id) return &lab;
   return nullptr;
+}
+
+// A report's labs in the order asked; a lab asked for that the report lacks is left out.
+std::vector<const LabResult*> asked_labs(const Report& report, const std::vector<LabSpec>& labs) {
+  std::vector<const LabResult*> asked;
+  for (const LabSpec& spec : labs)
+    if (const LabResult* lab = asked_lab(report, spec)) asked.push_back(lab);
+  return asked;
 }
 
 double total_points(const std::vector<const LabResult*>& labs) {
@@ -104,9 +104,18 @@ double total_max_points(const std::vector<const LabResult*>& labs) {
                          [](double sum, const LabResult* lab) { return sum + lab->max_points; });
 }
 
-// Whether the lab's points say something about the student: not where this machine could not
-// run it (no GPU) or the kit failed. A platform's cell is left blank otherwise.
-bool judged(const LabResult& lab) { return lab.status != LabStatus::not_run && lab.status != LabStatus::kit_fault; }
+// Whether the lab's points were decided here: not where this machine could not run it (no
+// GPU) or the kit failed, which say nothing of the student.
+bool scored_here(const LabResult& lab) {
+  return lab.status != LabStatus::not_run && lab.status != LabStatus::kit_fault;
+}
+
+// The lab as a platform's score cell: blank where it was not scored here, so that an import
+// leaves the platform's grade as it was.
+const LabResult* scored_lab(const Report& report, const LabSpec& spec) {
+  const LabResult* lab = asked_lab(report, spec);
+  return lab && scored_here(*lab) ? lab : nullptr;
+}
 
 std::string lab_column(const LabSpec& spec) { return "Lab " + spec.id + " " + spec.name; }
 
@@ -138,13 +147,12 @@ std::vector<LabsWithReason> not_graded_reasons(const Report& report, const std::
   return reasons;
 }
 
-bool consecutive(const std::string& id, const std::string& next) {
-  const auto number = [](const std::string& text) {
-    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })
-               ? std::stoi(text)
-               : -2;
+// Whether lab `next` comes right after lab `id`: both numbers ("05", "06").
+bool follows(const std::string& id, const std::string& next) {
+  const auto is_number = [](const std::string& text) {
+    return !text.empty() && text.size() < 6 && text.find_first_not_of("0123456789") == std::string::npos;
   };
-  return number(id) >= 0 && number(next) == number(id) + 1;
+  return is_number(id) && is_number(next) && std::stoi(next) == std::stoi(id) + 1;
 }
 
 // "01, 03, 05-13": three or more labs in a row as a range.
@@ -152,7 +160,7 @@ std::string labs_named(const LabsWithReason& labs) {
   const std::vector<std::string>& ids = labs.ids;
   std::string named;
   for (std::size_t first = 0, last = 0; first < ids.size(); first = last + 1) {
-    for (last = first; last + 1 < ids.size() && consecutive(ids[last], ids[last + 1]);) ++last;
+    for (last = first; last + 1 < ids.size() && follows(ids[last], ids[last + 1]);) ++last;
     if (last - first < 2) last = first;
     named += (named.empty() ? "" : ", ") + ids[first] + (last > first ? "-" + ids[last] : "");
   }
@@ -230,9 +238,11 @@ std::string labs_output(const std::vector<const LabResult*>& labs) {
 // ---- Safe file names
 
 // Latin letters with accents, U+00C0 to U+017F, by their base letter; '-' for × and ÷.
-constexpr const char* latin_1_letters = "AAAAAAACEEEEIIIIDNOOOOO-OUUUUYTsaaaaaaaceeeeiiiidnooooo-ouuuuyty";
-constexpr const char* latin_extended_a_letters =
-    "AaAaAaCcCcCcCcDdDdEeEeEeEeEeGgGgGgGgHhHhIiIiIiIiIiJjJjKkkLlLlLlLlLlNnNnNnnNnOoOoOoRrRrRrSsSsSsSsTtTtTtUuUuUuUuUuUuWwYyYZzZzZzs";
+constexpr std::string_view latin_1_letters = "AAAAAAACEEEEIIIIDNOOOOO-OUUUUYTsaaaaaaaceeeeiiiidnooooo-ouuuuyty";
+constexpr std::string_view latin_extended_a_letters =
+    "AaAaAaCcCcCcCcDdDdEeEeEeEeEeGgGgGgGgHhHhIiIiIiIiIiIiJjKkkLlLlLlLlLlNnNnNnnNnOoOoOoOoRrRrRrSsSsSsSsTtTtTtUuUuUuUuUuUuWwYyYZzZzZzs";
+static_assert(latin_1_letters.size() == 0x100 - 0xC0, "a letter for each code point from U+00C0 to U+00FF");
+static_assert(latin_extended_a_letters.size() == 0x180 - 0x100, "a letter for each code point from U+0100 to U+017F");
 
 // The code point at text[at] and its length in bytes; an invalid byte is itself, length 1.
 std::pair<char32_t, std::size_t> decode_utf8(const std::string& text, std::size_t at) {
@@ -339,15 +349,15 @@ std::string junit_xml(const std::vector<Report>& reports, const std::vector<LabS
   for (const Report& report : reports) {
     for (const LabResult* lab : asked_labs(report, labs)) {
       const std::string reason = not_graded_reason(*lab);
-      const bool lab_failed = !reason.empty() && judged(*lab);
-      std::size_t failures = lab_failed, skipped = !judged(*lab);
+      const bool lab_failed = !reason.empty() && scored_here(*lab);
+      std::size_t failures = lab_failed, skipped = !scored_here(*lab);
       for (const CaseResult& c : lab->cases) failures += c.ran() && !c.passed(), skipped += !c.ran();
       const std::string classname = xml_escaped(report.who + "." + lab->id + "-" + lab->name);
       out << "  <testsuite name=\"" << xml_escaped(report.who + " lab " + lab->id + " " + lab->name) << "\" tests=\""
           << lab->cases.size() + 1 << "\" failures=\"" << failures << "\" skipped=\"" << skipped << "\">\n";
       // The lab as a whole: built, ran and reported, or why not, once rather than on every case.
       out << "    <testcase classname=\"" << classname << "\" name=\"lab graded\">";
-      if (!judged(*lab)) out << "<skipped message=\"" << xml_escaped(reason) << "\"/>";
+      if (!scored_here(*lab)) out << "<skipped message=\"" << xml_escaped(reason) << "\"/>";
       else if (lab_failed) out << "<failure message=\"" << xml_escaped(reason) << "\"/>";
       out << "</testcase>\n";
       for (const CaseResult& c : lab->cases) {
@@ -405,7 +415,7 @@ json prairielearn_results(const Report& report, const std::vector<LabSpec>& labs
                        {"message", c.passed() ? "passed" : c.ran() ? "failed" : "not run"},
                        {"output", case_output(c)}});
     }
-  const bool gradable = std::any_of(asked.begin(), asked.end(), [](const LabResult* lab) { return judged(*lab); });
+  const bool gradable = std::any_of(asked.begin(), asked.end(), [](const LabResult* lab) { return scored_here(*lab); });
   const double points = total_points(asked), max = total_max_points(asked);
   json results = {{"gradable", gradable},
                   {"message", gradable ? format("%.1f / %.0f points", points, max)
@@ -430,8 +440,8 @@ std::string canvas_csv(const std::vector<Report>& reports, const std::vector<Lab
     std::vector<std::string> row = {student.name.empty() ? report.who : student.name, "", student.student_id,
                                     student.email, ""};
     for (const LabSpec& spec : labs) {
-      const LabResult* lab = asked_lab(report, spec);
-      row.push_back(lab && judged(*lab) ? points_text(lab->points) : "");
+      const LabResult* lab = scored_lab(report, spec);
+      row.push_back(lab ? points_text(lab->points) : "");
     }
     csv += csv_row(row);
   }
@@ -449,15 +459,14 @@ std::string gradescope_scores_csv(const std::vector<Report>& reports, const std:
     std::vector<std::string> row = {student.name.empty() ? report.who : student.name, student.student_id,
                                     student.email};
     double total = 0;
-    bool any_judged = false;
+    bool any_scored = false;
     for (const LabSpec& spec : labs) {
-      const LabResult* lab = asked_lab(report, spec);
-      const bool counted = lab && judged(*lab);
-      row.push_back(counted ? points_text(lab->points) : "");
-      total += counted ? lab->points : 0;
-      any_judged = any_judged || counted;
+      const LabResult* lab = scored_lab(report, spec);
+      row.push_back(lab ? points_text(lab->points) : "");
+      total += lab ? lab->points : 0;
+      any_scored = any_scored || lab;
     }
-    row.push_back(any_judged ? points_text(total) : "");
+    row.push_back(any_scored ? points_text(total) : "");
     csv += csv_row(row);
   }
   return csv;

@@ -219,11 +219,12 @@ TEST_SUITE("exports") {
   TEST_CASE("report file names are safe and unique; the gradebook keeps the folders' names") {
     std::vector<grade::Report> reports;
     for (const std::string who : {"dave smith", "Dave-Smith", "José Núñez", "Jose\xcc\x81 Nun\xcc\x83" "ez", "李雷",
-                                  "..hidden", "alice", "ALICE", "a/b", "Jos\xe9 (Latin-1)"})
+                                  "..hidden", "alice", "ALICE", "a/b", "Jos\xe9 (Latin-1)", "Łukasz Żółć", "Dvořák"})
       reports.push_back(report_of(who, {graded(scan, 3, 3)}));
     const std::vector<std::string> names = grade::report_file_names(reports);
     const std::vector<std::string> expected = {"dave-smith", "Dave-Smith-2", "Jose-Nunez", "Jose-Nunez-2", "student",
-                                               "hidden",     "alice",        "ALICE-2",    "a-b",          "Jos-Latin-1"};
+                                               "hidden",     "alice",        "ALICE-2",    "a-b",          "Jos-Latin-1",
+                                               "Lukasz-Zolc", "Dvorak"};
     CHECK(names == expected);
     for (const std::string& name : names)
       for (char c : name) CHECK_MESSAGE((std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'), name);
