@@ -71,9 +71,8 @@ bool load_saved_result(const std::string& path, const std::string& fingerprint, 
 
 void save_result(const std::string& path, const std::string& fingerprint, const LabResult& result) {
   const json saved = {{"fingerprint", fingerprint}, {"result", to_json(result)}};
-  // Logs are cut to their tail, maybe inside a character (an accented name in a path): not
-  // valid UTF-8, which would make dump() throw and end the whole batch.
-  std::ofstream(path + ".tmp") << saved.dump(-1, ' ', false, json::error_handler_t::replace);
+  // Logs are cut to their tail, maybe inside a character (an accented name in a path).
+  std::ofstream(path + ".tmp") << json_text(saved, -1);
   fs::rename(path + ".tmp", path);  // whole or not at all, even if interrupted
 }
 

@@ -107,4 +107,10 @@ const LabSpec& find_lab(const std::vector<LabSpec>& labs, const std::string& typ
   throw BadInput("no lab '" + typed + "'; the labs are:" + known);
 }
 
+double max_points(const LabSpec& lab) {
+  double points = lab.correctness_points;
+  for (const PerformanceRubric& rubric : lab.performance) points += rubric.points;
+  return points;
+}
+
 }  // namespace grade

@@ -54,6 +54,9 @@ struct LabSpec {
 // All labs under source_root/labs, in folder order. Throws with the file's name on a bad rubric.
 std::vector<LabSpec> load_catalog(const std::string& source_root);
 
+// The points a lab is worth: its correctness points and every performance case's.
+double max_points(const LabSpec& lab);
+
 // "01", "1", "histogram", "01-histogram" or its folder ("labs/01-histogram/") → the lab;
 // throws BadInput (bad_input.h) listing the labs when none match.
 const LabSpec& find_lab(const std::vector<LabSpec>& labs, const std::string& key);

@@ -202,7 +202,7 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
   fs::create_directories(job.work_dir);
   if (job.student_dir.empty()) {
     result.status = LabStatus::missing_files;
-    result.note = "student files not found (expected: " + lab.student_files.front() + "): lab not graded";
+    result.note = not_found_note(lab);
   } else if (const std::string refused = student_files_problem(job.student_dir, lab.student_files);
              !refused.empty()) {
     result.status = LabStatus::missing_files;

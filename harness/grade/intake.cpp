@@ -55,6 +55,10 @@ std::string size_text(std::uintmax_t bytes) {
   return number + " MiB";
 }
 
+std::string not_found_note(const LabSpec& lab) {
+  return "student files not found (expected: " + lab.student_files.front() + "): lab not graded";
+}
+
 std::string student_file_problem(const fs::path& file, const std::string& shown_name) {
   struct stat info {};
   if (::lstat(file.c_str(), &info) != 0) {

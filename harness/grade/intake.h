@@ -45,6 +45,9 @@ std::string find_student_dir(const LabSpec& lab, const std::string& base);
 // beside `chosen` (find_student_dir's pick), as a note for the student; empty with one copy.
 std::string copies_left_out(const LabSpec& lab, const std::string& base, const std::string& chosen);
 
+// The note of a lab for which no place holds the student files: it was not handed in.
+std::string not_found_note(const LabSpec& lab);
+
 // "3.2 MiB", rounded up so that a file just over the limit does not read as at it.
 std::string size_text(std::uintmax_t bytes);
 

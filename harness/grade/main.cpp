@@ -7,7 +7,6 @@
 #include "exports.h"
 #include "grader.h"
 #include "model.h"
-#include "report_html.h"
 #include "slurm.h"
 
 #include "labkit/generators.h"
@@ -50,16 +49,10 @@ constexpr const char* exit_code_help =
     "  an empty submissions folder, a bad option): the message names it; 4 a fault of the kit\n"
     "  itself (the ./grade launcher also exits 4 when the kit does not build).";
 
-void write_file(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
-
 void list_labs(const std::vector<grade::LabSpec>& labs) {
   for (const grade::LabSpec& lab : labs) {
-    double points = lab.correctness_points;
-    for (const auto& p : lab.performance) points += p.points;
-    std::cout << lab.id << "  " << lab.name << "  " << lab.title << "  (" << points << " points; you edit: ";
+    std::cout << lab.id << "  " << lab.name << "  " << lab.title << "  (" << grade::max_points(lab)
+              << " points; you edit: ";
     for (std::size_t i = 0; i < lab.student_files.size(); ++i)
       std::cout << (i ? ", " : "") << "labs/" << lab.dir << "/" << lab.student_files[i];
     std::cout << ")\n";
@@ -89,21 +82,31 @@ std::uint64_t seed_of_secret(const std::string& secret) {
 
 std::uint64_t secret_seed(const std::string& secret_file) { return seed_of_secret(read_secret(secret_file)); }
 
-void print_batch_summary(const std::vector<grade::Report>& reports, double seconds, std::size_t labs_graded,
-                         const fs::path& out) {
-  for (const grade::Report& r : reports) {
-    std::printf("%-24s %6.1f / %.0f", r.who.c_str(), r.points, r.max_points);
-    for (const grade::LabResult& lab : r.labs)
-      if (lab.status != grade::LabStatus::graded) std::printf("  [lab %s: %s]", lab.id.c_str(), to_string(lab.status).c_str());
-    std::printf("\n");
-  }
+void print_batch_summary(const std::vector<grade::Report>& reports, const std::vector<grade::LabSpec>& labs,
+                         double seconds, std::size_t labs_graded, const fs::path& out) {
+  std::fputs(grade::batch_summary(reports, labs).c_str(), stdout);
   const std::size_t ran = grade::ran_on_gpu_this_run();
   std::printf("\n%zu submissions; %zu lab-submissions graded in %.0f s, %zu of them compiled and run", reports.size(),
               labs_graded, seconds, ran);
   if (seconds > 0)
     std::printf("\nbatch rate: %.0f lab-submissions per hour (%.0f compiled-and-run per hour)",
                 3600.0 * double(labs_graded) / seconds, 3600.0 * double(ran) / seconds);
-  std::printf("\nGradebook: %s/gradebook.csv; also junit.xml, students/, gradescope/\n", out.string().c_str());
+  std::printf("\nGradebook: %s/gradebook.csv; to hand back: handout/; for course platforms: canvas-import.csv, "
+              "gradescope-scores.csv, gradescope/, prairielearn/; also junit.xml, students/\n",
+              out.string().c_str());
+}
+
+// Folders the roster does not list get no ids in the platforms' files: say which, once.
+void warn_of_roster_gaps(const grade::Roster& roster, const std::vector<grade::Report>& reports) {
+  if (roster.empty()) return;
+  std::vector<std::string> folders;
+  for (const grade::Report& report : reports) folders.push_back(report.who);
+  const std::vector<std::string> missing = grade::folders_missing_from(roster, folders);
+  if (missing.empty()) return;
+  std::string names;
+  for (const std::string& folder : missing) names += (names.empty() ? "" : ", ") + folder;
+  std::cerr << "grade: warning: the roster does not list " << missing.size()
+            << " submission folder(s), so the platforms' files carry no id for them: " << names << "\n";
 }
 
 int report_expectations(const grade::ExpectationCheck& check) {
@@ -167,6 +170,10 @@ int main(int argc, char** argv) {
                  "grade every subfolder of DIR as one student's submission (a clone of the kit or the "
                  "student files alone), with `all` or `lab`")->check(CLI::ExistingDirectory);
   app.add_option("--out", out_dir, "where a batch's gradebook goes (default grading/reports/<DIR's name>)");
+  std::string roster_file;
+  app.add_option("--roster", roster_file,
+                 "with --submissions: a CSV (folder,student_id,name,email) that puts the students' ids, names and "
+                 "emails in the gradebook and the files for Canvas and Gradescope")->check(CLI::ExistingFile);
   app.add_option("--jobs", jobs, "compiles in parallel (default: the CPU cores)");
   app.add_option("--gpus", gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
   app.add_option("--runs-per-gpu", runs_per_gpu,
@@ -324,6 +331,7 @@ int main(int argc, char** argv) {
         options.grade.seed = labkit::mix_seeds(seed, seed_of_secret(secret));
       }
       auto submissions = grade::find_submissions(submissions_dir);
+      const grade::Roster roster = grade::read_roster(roster_file);  // a bad roster stops here, before any grading
       if (expect) grade::use_kit_files(submissions, toolchain.source_root);
       if (secret.empty() && !task_command->parsed())
         std::cerr << "grade: warning: no instructor secret (set LABKIT_SECRET or pass --secret-file): every input "
@@ -336,6 +344,8 @@ int main(int argc, char** argv) {
         if (time_limit > 0) grading_args.insert(grading_args.end(), {"--time-limit", std::to_string(time_limit)});
         if (retime_reference) grading_args.push_back("--retime-reference");
         if (sanitize) grading_args.push_back("--sanitize");
+        if (!roster_file.empty())  // for the collect job's gradebook
+          grading_args.insert(grading_args.end(), {"--roster", fs::absolute(roster_file).lexically_normal().string()});
         const grade::slurm::ScriptContext context{
             (fs::path(toolchain.build_root) / "harness" / "grade" / "labkit-grade").string(),
             fs::absolute(submissions_dir).lexically_normal().string(), fs::absolute(out).lexically_normal().string(),
@@ -349,8 +359,9 @@ int main(int argc, char** argv) {
                          : grade::grade_batch(submissions, chosen, toolchain, options);
       for (grade::Report& report : reports) report.secret_used = !secret.empty();
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      grade::write_batch_outputs(reports, chosen, out.string());
-      print_batch_summary(reports, seconds, grade::graded_this_run(), out);
+      grade::write_batch_outputs(reports, chosen, out.string(), roster);
+      print_batch_summary(reports, chosen, seconds, grade::graded_this_run(), out);
+      warn_of_roster_gaps(roster, reports);
       if (expect) {
         std::vector<std::string> known_labs;
         for (const grade::LabSpec& lab : catalog) known_labs.push_back(lab.id);
@@ -365,9 +376,7 @@ int main(int argc, char** argv) {
     std::cerr << "grade: building and running the checks of " << chosen.size() << " lab(s)...\n";
     grade::Report report = grade::grade_batch({{who, base}}, chosen, toolchain, options).front();
     report.mode = solution ? "reference solutions" : "student files";
-    write_file(reports_root / (who + ".json"), grade::to_json(report).dump(2));
-    write_file(reports_root / (who + ".md"), grade::to_markdown(report, true));
-    write_file(reports_root / (who + ".html"), grade::to_html(report, chosen, true));
+    grade::write_run_reports(report, chosen, reports_root.string());
     if (as_json)
       std::cout << grade::to_json(report).dump(2) << "\n";
     else

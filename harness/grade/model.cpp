@@ -2,6 +2,7 @@
 
 #include "labkit/exit_status.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -36,6 +37,70 @@ void add_totals(Report& report) {
     report.points += lab.points;
     report.max_points += lab.max_points;
   }
+}
+
+std::string not_graded_reason(const LabResult& lab) {
+  if (lab.status == LabStatus::graded) return {};
+  if (lab.status == LabStatus::build_failed || lab.note.empty()) return to_string(lab.status);
+  return lab.note;
+}
+
+// A hidden case shows its verdict but not its inputs or the expected values.
+std::string visible_message(const CaseResult& c, bool show_hidden_details) {
+  if (!c.hidden || show_hidden_details || c.passed()) return c.message;
+  return "hidden case: details are withheld";
+}
+
+// Fewer cases with one hint read as well listed one by one.
+constexpr std::size_t min_cases_sharing_a_hint = 3;
+
+std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_details) {
+  std::vector<SharedHint> shared;
+  for (const CaseResult& c : lab.cases) {
+    if (c.kind != "correctness" || c.passed()) continue;
+    const std::string hint = visible_message(c, show_hidden_details);
+    if (hint.empty()) continue;
+    const auto same = std::find_if(shared.begin(), shared.end(),
+                                   [&](const SharedHint& s) { return s.hint == hint && s.ran == c.ran(); });
+    if (same == shared.end())
+      shared.push_back({hint, c.ran(), {c.name}});
+    else
+      same->cases.push_back(c.name);
+  }
+  shared.erase(std::remove_if(shared.begin(), shared.end(),
+                              [](const SharedHint& s) { return s.cases.size() < min_cases_sharing_a_hint; }),
+               shared.end());
+  return shared;
+}
+
+bool in_shared_hint(const std::vector<SharedHint>& shared, const std::string& case_name) {
+  return std::any_of(shared.begin(), shared.end(), [&](const SharedHint& s) {
+    return std::find(s.cases.begin(), s.cases.end(), case_name) != s.cases.end();
+  });
+}
+
+std::string case_list(const SharedHint& shared) {
+  constexpr std::size_t named_in_full = 6, named_when_longer = 5;
+  const std::size_t count = shared.cases.size();
+  const std::size_t named = count <= named_in_full ? count : named_when_longer;
+  std::string list;
+  for (std::size_t i = 0; i < named; ++i) list += (i ? ", " : "") + shared.cases[i];
+  if (named < count) list += " and " + std::to_string(count - named) + " more";
+  return list + " (" + std::to_string(count) + " cases)";
+}
+
+std::optional<LibraryTime> library_time(const CaseResult& c) {
+  if (!c.timing.is_object() || !c.timing.contains("anchor")) return std::nullopt;
+  const json& anchor = c.timing["anchor"];
+  if (!anchor.is_object() || !anchor.contains("median_ms") || !anchor["median_ms"].is_number()) return std::nullopt;
+  const double median_ms = anchor["median_ms"].get<double>();
+  if (!(median_ms > 0)) return std::nullopt;
+  const bool named = anchor.contains("name") && anchor["name"].is_string();
+  return LibraryTime{named ? anchor["name"].get<std::string>() : "library", median_ms};
+}
+
+std::string json_text(const json& value, int indent) {
+  return value.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 namespace exit_status = labkit::protocol::exit_status;
@@ -80,19 +145,26 @@ std::string format(const char* pattern, double a, double b = 0, double c = 0, do
   return buffer;
 }
 
-// A hidden case shows its verdict but not its inputs or the expected values.
-std::string visible_message(const CaseResult& c, bool show_hidden_details) {
-  if (!c.hidden || show_hidden_details || c.passed()) return c.message;
-  return "hidden case: details are withheld";
-}
+}  // namespace
 
 std::string timing_line(const CaseResult& c) {
   if (!c.timing.contains("student")) return {};
   const json& s = c.timing["student"];
   const json& r = c.timing["reference"];
-  return format("yours %.4f ms, %.0f GB/s, %.1f%% of peak; reference %.4f ms; ratio ", s["median_ms"].get<double>(),
-                s["gbps"].get<double>(), s["percent_of_peak"].get<double>(), r["median_ms"].get<double>()) +
-         format("%.2f", c.timing["ratio"].get<double>());
+  std::string line = format("yours %.4f ms, %.0f GB/s, %.1f%% of peak; reference %.4f ms; ",
+                            s["median_ms"].get<double>(), s["gbps"].get<double>(),
+                            s["percent_of_peak"].get<double>(), r["median_ms"].get<double>());
+  if (const auto library = library_time(c)) line += library->name + format(" %.4f ms; ", library->median_ms);
+  return line + format("ratio %.2f", c.timing["ratio"].get<double>());
+}
+
+namespace {
+
+// A Markdown table cell holds one line and no column separator.
+std::string table_cell(std::string text) {
+  for (char& c : text)
+    if (c == '|' || c == '\n') c = ' ';
+  return text;
 }
 
 std::size_t count_passed(const LabResult& lab, const char* kind, std::size_t& total) {
@@ -233,13 +305,14 @@ std::string to_text(const Report& report, bool show_hidden_details) {
       continue;
     }
     out << "  correctness: " << passed << " of " << total << " cases passed\n";
-    {
-      for (const CaseResult& c : lab.cases) {
-        if (c.kind != "correctness" || c.passed()) continue;
-        out << "    " << (c.ran() ? "FAIL " : "NOT RUN ") << c.name << ": "
-            << visible_message(c, show_hidden_details) << "\n";
-      }
+    const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
+    for (const CaseResult& c : lab.cases) {
+      if (c.kind != "correctness" || c.passed() || in_shared_hint(shared, c.name)) continue;
+      out << "    " << (c.ran() ? "FAIL " : "NOT RUN ") << c.name << ": "
+          << visible_message(c, show_hidden_details) << "\n";
     }
+    for (const SharedHint& s : shared)
+      out << "    " << (s.ran ? "FAIL " : "NOT RUN ") << case_list(s) << ", the same hint: " << s.hint << "\n";
     if (!lab.sanitizer.empty()) {
       out << "  compute-sanitizer, on " << sanitizer_cases(lab) << " (your lines, the first findings):\n";
       for (const std::string& line : sanitizer_lines(lab)) out << "    " << line << "\n";
@@ -263,20 +336,28 @@ std::string to_markdown(const Report& report, bool show_hidden_details) {
   out << "# Grade report: " << report.who << "\n\n" << "Mode: " << report.mode << ". "
       << format("Total: **%.1f / %.0f** points.", report.points, report.max_points) << "\n";
   for (const LabResult& lab : report.labs) {
+    if (lab.status == LabStatus::missing_files) {  // nothing was judged: a table of zeros says nothing more
+      out << "\n**Lab " << lab.id << " " << lab.name << ": " << lab.title << "**: " << to_string(lab.status)
+          << format(", %.1f / %.0f points: ", lab.points, lab.max_points) << lab.note << "\n";
+      continue;
+    }
     out << "\n## Lab " << lab.id << " " << lab.name << ": " << lab.title << "\n\n"
         << "Status: " << to_string(lab.status) << format(". Points: %.1f / %.0f.", lab.points, lab.max_points) << "\n";
     if (!lab.note.empty()) out << "\n" << lab.note << "\n";
     if (!lab.build_log.empty()) out << "\n```\n" << lab.build_log << "\n```\n";
+    const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
     out << "\n| case | kind | result | points | details |\n|---|---|---|---|---|\n";
     for (const CaseResult& c : lab.cases) {
-      std::string details = c.kind == "performance" ? timing_line(c) : visible_message(c, show_hidden_details);
+      std::string details = c.kind == "performance"            ? timing_line(c)
+                            : in_shared_hint(shared, c.name) ? see_shared_hint
+                                                             : visible_message(c, show_hidden_details);
       if (c.kind == "performance" && !c.message.empty()) details += (details.empty() ? "" : "; ") + c.message;
-      for (char& ch : details)
-        if (ch == '|' || ch == '\n') ch = ' ';
       out << "| " << c.name << (c.hidden ? " (hidden)" : "") << " | " << c.kind << " | "
           << (c.passed() ? "pass" : c.ran() ? "fail" : "not run") << " | "
-          << format("%.1f / %.1f", c.points, c.max_points) << " | " << details << " |\n";
+          << format("%.1f / %.1f", c.points, c.max_points) << " | " << table_cell(details) << " |\n";
     }
+    if (!shared.empty()) out << "\n";
+    for (const SharedHint& s : shared) out << "- The same hint for cases " << case_list(s) << ": " << s.hint << "\n";
     if (!lab.sanitizer.empty()) {
       out << "\n**compute-sanitizer**, on " << sanitizer_cases(lab) << ":\n\n";
       for (const std::string& line : sanitizer_lines(lab)) out << "- `" << line << "`\n";

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,46 @@ struct Report {
   // the inputs follow the public seeds, and answers hard-coded from them would pass.
   bool secret_used = false;
 };
+
+// Why a lab was not graded, in one line for the gradebook and the console: the note its
+// report gives (the file refused at intake, the crash, the missing GPU), or its status where
+// the note points elsewhere (a build failure's "the compiler's messages are below"). Empty
+// when the lab was graded.
+std::string not_graded_reason(const LabResult& lab);
+
+// A case's hint as a report shows it: a failing hidden case's details are withheld from
+// students (show_hidden_details false), never from the instructor.
+std::string visible_message(const CaseResult& c, bool show_hidden_details);
+
+// Correctness cases of one lab that failed, or did not run, with the same hint, so that a
+// report gives it once.
+struct SharedHint {
+  std::string hint;
+  bool ran = true;                 // failed, or did not run
+  std::vector<std::string> cases;  // three or more, in the lab's order
+};
+std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_details);
+// What a case's own row says instead of a shared hint.
+inline constexpr const char* see_shared_hint = "the same hint as other cases, below the table";
+bool in_shared_hint(const std::vector<SharedHint>& shared, const std::string& case_name);
+// "a, b, c (3 cases)"; a long list names the first few: "a, b, c, d, e and 14 more (19 cases)".
+std::string case_list(const SharedHint& shared);
+
+// The library's time for a timed case (CUB, cuBLAS), when the runner's record carries one as
+// "anchor": {"name", "median_ms"}.
+struct LibraryTime {
+  std::string name;
+  double median_ms = 0;
+};
+std::optional<LibraryTime> library_time(const CaseResult& c);
+
+// A performance case's times in one line: "yours 0.0886 ms, 1184 GB/s, 39.3% of peak;
+// reference 0.0373 ms; CUB 0.0455 ms; ratio 0.42"; empty when it was not timed.
+std::string timing_line(const CaseResult& c);
+
+// JSON as text for a file. Logs cut to their tail and folder names from a Latin-1 zip need not
+// be valid UTF-8: invalid bytes become U+FFFD rather than an exception that loses the batch.
+std::string json_text(const nlohmann::json& value, int indent = 2);
 
 void add_totals(LabResult& lab);
 void add_totals(Report& report);

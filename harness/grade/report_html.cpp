@@ -73,11 +73,6 @@ std::string badge(const CaseResult& c) {
   return c.ran() ? R"(<span class="badge fail">fail</span>)" : R"(<span class="badge none">not run</span>)";
 }
 
-std::string visible_message(const CaseResult& c, bool show_hidden_details) {
-  if (!c.hidden || show_hidden_details || c.passed()) return c.message;
-  return "hidden case: details are withheld";
-}
-
 // The SVG helper: horizontal bars on a common scale, each labelled and with its value.
 struct Bar {
   std::string label;
@@ -157,9 +152,7 @@ void performance_case(std::ostringstream& out, const CaseResult& c, const Perfor
     const json &student = t["student"], &reference = t["reference"];
     std::vector<Bar> times = {{"yours", student.value("median_ms", 0.0), "#0969da", ""},
                               {"reference", reference.value("median_ms", 0.0), "#8c959f", ""}};
-    if (t.contains("anchor") && t["anchor"].is_object())
-      times.push_back({t["anchor"].value("name", std::string("library")), t["anchor"].value("median_ms", 0.0),
-                       "#8250df", ""});
+    if (const auto library = library_time(c)) times.push_back({library->name, library->median_ms, "#8250df", ""});
     double slowest = 0;
     for (Bar& bar : times) bar.value_text = format("%.4f ms", bar.value), slowest = std::max(slowest, bar.value);
     const std::vector<Bar> bandwidth = {
@@ -202,16 +195,26 @@ void lab_section(std::ostringstream& out, const LabResult& lab, const std::vecto
   out << "</p>";
   if (!lab.note.empty()) out << "<p class=\"msg note\">" << html_escaped(lab.note) << "</p>";
   if (!lab.build_log.empty()) out << "<pre>" << html_escaped(lab.build_log) << "</pre>";
+  if (lab.status == LabStatus::missing_files) {  // nothing was judged: the note says it all
+    out << "</section>";
+    return;
+  }
 
+  const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
   out << "<h3>correctness</h3><table><tr><th>case</th><th>verdict</th><th>points</th><th>hint</th></tr>";
   for (const CaseResult& c : lab.cases) {
     if (c.kind != "correctness") continue;
+    const std::string hint = in_shared_hint(shared, c.name) ? see_shared_hint
+                                                            : visible_message(c, show_hidden_details);
     out << "<tr><td><code>" << html_escaped(c.name) << "</code>"
         << (c.hidden ? " <span class=\"note\">(hidden)</span>" : "")
         << "</td><td>" << badge(c) << "</td><td class=\"num\">" << format("%.1f / %.1f", c.points, c.max_points)
-        << "</td><td class=\"msg\">" << html_escaped(visible_message(c, show_hidden_details)) << "</td></tr>";
+        << "</td><td class=\"msg\">" << html_escaped(hint) << "</td></tr>";
   }
   out << "</table>";
+  for (const SharedHint& s : shared)
+    out << "<p class=\"msg shared-hint\">The same hint for cases " << html_escaped(case_list(s)) << ": "
+        << html_escaped(s.hint) << "</p>";
   sanitizer_section(out, lab);
   out << "<h3>performance</h3>";
   for (const CaseResult& c : lab.cases)

@@ -7,7 +7,8 @@ set -uo pipefail
 grade="$1"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-mkdir -p "$scratch/empty-class"
+mkdir -p "$scratch/empty-class" "$scratch/class/alice"
+printf 'student_id,name\n1001,Alice\n' >"$scratch/roster-without-folders.csv"
 failures=0
 
 # expect_usage "what it names" ARGUMENTS...
@@ -42,6 +43,8 @@ expect_usage "labs is required" lab
 expect_usage "bogus" bogus
 expect_usage "--seed" all --seed abc
 expect_usage "./grade selftest" selftest
+expect_usage "/nonexistent" all --submissions "$scratch/class" --roster /nonexistent
+expect_usage "has no \`folder\` column" all --submissions "$scratch/class" --roster "$scratch/roster-without-folders.csv"
 
 [[ $failures -eq 0 ]] || { echo "$failures case(s) failed"; exit 1; }
 echo "every bad input exits 2 and names itself"

@@ -387,11 +387,15 @@ TEST_SUITE("intake") {
     CHECK(csv.find("\n\"Smith, \"\"Bo\"\"\",0,") != std::string::npos);
     CHECK(csv.find("\n\"two\r\nlines\",0,") != std::string::npos);
 
+    // The report files get safe names; the gradebook above keeps the folders' own.
     REQUIRE_NOTHROW(grade::write_batch_outputs(reports, {lab}, dir.path.string()));
-    CHECK(fs::exists(dir.path / "students" / "José Núñez.json"));
-    CHECK(fs::exists(dir.path / "students" / "José Núñez.md"));
-    CHECK(fs::exists(dir.path / "gradescope" / "José Núñez" / "results.json"));
-    CHECK(fs::exists(dir.path / "students" / "Smith, \"Bo\".json"));
-    CHECK(fs::exists(dir.path / "gradescope" / "Jos\xe9 (Latin-1)" / "results.json"));
+    CHECK(fs::exists(dir.path / "students" / "Jose-Nunez.json"));
+    CHECK(fs::exists(dir.path / "students" / "Jose-Nunez.md"));
+    CHECK(fs::exists(dir.path / "handout" / "Jose-Nunez.html"));
+    CHECK(fs::exists(dir.path / "gradescope" / "Jose-Nunez" / "results.json"));
+    CHECK(fs::exists(dir.path / "prairielearn" / "Jose-Nunez" / "results.json"));
+    CHECK(fs::exists(dir.path / "students" / "Smith-Bo.json"));
+    CHECK(fs::exists(dir.path / "students" / "two-lines.json"));
+    CHECK(fs::exists(dir.path / "gradescope" / "Jos-Latin-1" / "results.json"));
   }
 }

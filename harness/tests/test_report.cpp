@@ -23,7 +23,115 @@ grade::Report sample_report() {
 }
 }  // namespace
 
+namespace {
+// A lab whose correctness cases all failed: `same` of them with one hint, the others each their own.
+grade::LabResult failing_lab(int same, int own) {
+  grade::LabResult lab{"01", "histogram", "Histogram"};
+  for (int i = 0; i < same + own; ++i) {
+    grade::CaseResult c{"case-" + std::to_string(i), "correctness"};
+    c.outcome = grade::Outcome::failed;
+    c.max_points = 3;
+    c.message = i < same ? "bin 0 expected 6710887, got 0 (hint: is the histogram zeroed?)"
+                         : "own hint " + std::to_string(i);
+    lab.cases.push_back(c);
+  }
+  grade::add_totals(lab);
+  return lab;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
 TEST_SUITE("report") {
+  TEST_CASE("a lab not handed in is one line in the Markdown report, not a table of zeros") {
+    grade::Report report = sample_report();
+    grade::LabResult missing{"02", "dot-product", "Dot product"};
+    missing.status = grade::LabStatus::missing_files;
+    missing.note = "student files not found (expected: dot.cu): lab not graded";
+    for (int i = 0; i < 25; ++i) {
+      grade::CaseResult c{"case-" + std::to_string(i), "correctness"};
+      c.max_points = 4;
+      c.message = "no result: " + missing.note;
+      missing.cases.push_back(c);
+    }
+    grade::add_totals(missing);
+    report.labs.push_back(missing);
+    grade::add_totals(report);
+    const std::string markdown = grade::to_markdown(report, false);
+    const std::string lab_02 = markdown.substr(markdown.find("Lab 02"));
+    CHECK(lab_02 ==
+          "Lab 02 dot-product: Dot product**: missing files, 0.0 / 100 points: student files not found (expected: "
+          "dot.cu): lab not graded\n");
+    CHECK(count(markdown, "| case |") == 1);  // lab 01's table only
+  }
+
+  TEST_CASE("a hint that many failing cases share is given once") {
+    grade::Report report{"alice", "student files", {failing_lab(19, 2)}};
+    grade::add_totals(report);
+    const std::string markdown = grade::to_markdown(report, false);
+    CHECK(count(markdown, "is the histogram zeroed?") == 1);
+    CHECK(markdown.find("- The same hint for cases case-0, case-1, case-2, case-3, case-4 and 14 more (19 cases): "
+                        "bin 0 expected 6710887, got 0 (hint: is the histogram zeroed?)\n") != std::string::npos);
+    CHECK(count(markdown, std::string("| ") + grade::see_shared_hint + " |") == 19);
+    CHECK(markdown.find("| own hint 19 |") != std::string::npos);  // a hint of its own stays in its row
+    CHECK(markdown.find("| own hint 20 |") != std::string::npos);
+
+    const std::string text = grade::to_text(report, true);
+    CHECK(count(text, "is the histogram zeroed?") == 1);
+    CHECK(text.find("    FAIL case-0, case-1, case-2, case-3, case-4 and 14 more (19 cases), the same hint: ") !=
+          std::string::npos);
+    CHECK(text.find("    FAIL case-19: own hint 19\n") != std::string::npos);
+  }
+
+  TEST_CASE("two cases with one hint are listed each with it; a short list of cases is named in full") {
+    const grade::LabResult two = failing_lab(2, 1);
+    CHECK(grade::shared_hints(two, true).empty());
+    const auto shared = grade::shared_hints(failing_lab(3, 0), true);
+    REQUIRE(shared.size() == 1);
+    CHECK(grade::case_list(shared[0]) == "case-0, case-1, case-2 (3 cases)");
+  }
+
+  TEST_CASE("hidden cases' hints are grouped as the student sees them: withheld") {
+    grade::LabResult lab = failing_lab(0, 4);
+    for (grade::CaseResult& c : lab.cases) c.hidden = true;
+    const auto for_student = grade::shared_hints(lab, false);
+    REQUIRE(for_student.size() == 1);
+    CHECK(for_student[0].hint == "hidden case: details are withheld");
+    CHECK(grade::shared_hints(lab, true).empty());  // the instructor sees four different hints
+  }
+
+  TEST_CASE("why a lab was not graded: its note, or its status where the note points elsewhere") {
+    grade::LabResult lab = sample_report().labs[0];
+    CHECK(grade::not_graded_reason(lab).empty());
+    lab.status = grade::LabStatus::missing_files;
+    lab.note = "histogram.cu is 3.2 MiB; student files are limited to 1 MiB";
+    CHECK(grade::not_graded_reason(lab) == lab.note);
+    lab.status = grade::LabStatus::build_failed;
+    lab.note = "your files did not compile; the compiler's messages are below";
+    CHECK(grade::not_graded_reason(lab) == "build failed");
+  }
+
+  TEST_CASE("the library's time is in the timing line when the runner's record has one") {
+    grade::CaseResult timed{"uniform-1GiB", "performance"};
+    timed.outcome = grade::Outcome::passed;
+    timed.timing = {{"student", {{"median_ms", 0.5}, {"gbps", 2000.0}, {"percent_of_peak", 66.0}}},
+                    {"reference", {{"median_ms", 0.4}}},
+                    {"ratio", 0.8}};
+    CHECK(grade::timing_line(timed) == "yours 0.5000 ms, 2000 GB/s, 66.0% of peak; reference 0.4000 ms; ratio 0.80");
+    CHECK_FALSE(grade::library_time(timed));
+    timed.timing["anchor"] = {{"name", "CUB"}, {"median_ms", 0.45}};
+    CHECK(grade::timing_line(timed) ==
+          "yours 0.5000 ms, 2000 GB/s, 66.0% of peak; reference 0.4000 ms; CUB 0.4500 ms; ratio 0.80");
+    timed.timing["anchor"] = {{"name", "CUB"}, {"median_ms", "fast"}};  // not a time: no library figure
+    CHECK_FALSE(grade::library_time(timed));
+    timed.timing["anchor"] = {{"name", "cuBLAS"}, {"median_ms", 0.0}};
+    CHECK_FALSE(grade::library_time(timed));
+  }
+
   TEST_CASE("totals add up per lab and overall") {
     const auto report = sample_report();
     CHECK(report.labs[0].points == 30);

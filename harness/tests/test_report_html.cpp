@@ -71,6 +71,48 @@ TEST_SUITE("report") {
     CHECK(html.find("% of measured read bandwidth (3010 GB/s)") != std::string::npos);
   }
 
+  TEST_CASE("the library's bar is drawn only where the runner's record has a library time") {
+    grade::Report report = fixture_report();
+    const auto labs = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
+    // The fixture: CUB on two of lab 01's three timed cases (above). Take both away, or make
+    // them something other than a time: two bars per plot, no third.
+    for (grade::CaseResult& c : report.labs[0].cases)
+      if (c.timing.is_object()) c.timing.erase("anchor");
+    CHECK(count(grade::to_html(report, labs, true), "<rect class=\"bar\"") == 3 * 4);
+    report.labs[0].cases[8].timing["anchor"] = {{"name", "CUB"}, {"median_ms", "n/a"}};
+    CHECK(count(grade::to_html(report, labs, true), "<rect class=\"bar\"") == 3 * 4);
+    report.labs[0].cases[8].timing["anchor"] = {{"name", "cuBLAS"}, {"median_ms", 0.25}};
+    const std::string html = grade::to_html(report, labs, true);
+    CHECK(count(html, "<rect class=\"bar\"") == 3 * 4 + 1);
+    CHECK(html.find(">cuBLAS</text>") != std::string::npos);
+    CHECK(html.find(">0.2500 ms</text>") != std::string::npos);
+  }
+
+  TEST_CASE("a lab not handed in is its note, without tables or plots") {
+    grade::Report report = fixture_report();
+    grade::LabResult& lab = report.labs[0];
+    lab.status = grade::LabStatus::missing_files;
+    lab.note = "histogram.cu is a symbolic link; hand in the file itself (lab not graded)";
+    for (grade::CaseResult& c : lab.cases) c.outcome = grade::Outcome::not_run, c.timing = nullptr;
+    const std::string html = grade::to_html(report, grade::load_catalog(LABKIT_TEST_SOURCE_ROOT), false);
+    const std::string section = html.substr(0, html.find("Lab 04"));
+    CHECK(section.find(grade::html_escaped(lab.note)) != std::string::npos);
+    CHECK(section.find("<table>") == std::string::npos);
+    CHECK(section.find("<h3>performance</h3>") == std::string::npos);
+    CHECK(count(html, "<table>") == 1);  // lab 04's
+  }
+
+  TEST_CASE("a hint shared by many failing cases appears once in the HTML report") {
+    grade::Report report = fixture_report();
+    std::size_t failing = 0;
+    for (grade::CaseResult& c : report.labs[0].cases)
+      if (c.kind == "correctness") c.outcome = grade::Outcome::failed, c.hidden = false, c.message = "<zero the bins>", ++failing;
+    const std::string html = grade::to_html(report, grade::load_catalog(LABKIT_TEST_SOURCE_ROOT), false);
+    CHECK(count(html, "&lt;zero the bins&gt;") == 1);
+    CHECK(count(html, grade::see_shared_hint) == failing);
+    CHECK(html.find("<p class=\"msg shared-hint\">The same hint for cases ") != std::string::npos);
+  }
+
   TEST_CASE("a hidden case's hint is withheld from students but not instructors") {
     const auto report = fixture_report();
     const auto labs = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);

@@ -1,0 +1,354 @@
+// The files a batch writes for the instructor, the students and the course platforms, from
+// synthetic results: no GPU, no compiler.
+#include "bad_input.h"
+#include "catalog.h"
+#include "exports.h"
+#include "intake.h"
+#include "model.h"
+#include "roster.h"
+
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+grade::LabSpec spec(const std::string& id, const std::string& name, double correctness, double performance) {
+  grade::LabSpec lab;
+  lab.dir = id + "-" + name;
+  lab.id = id;
+  lab.name = name;
+  lab.title = "The " + name + " lab";
+  lab.student_files = {name + ".cu"};
+  lab.correctness_points = correctness;
+  if (performance > 0) lab.performance = {{"timed", performance, 0.5, 0.9}};
+  return lab;
+}
+
+// A lab graded as its spec says: `passed` of its `cases` correctness cases pass, and one timed case.
+grade::LabResult graded(const grade::LabSpec& lab, int cases, int passed, double timed_points = 0) {
+  grade::LabResult result{lab.id, lab.name, lab.title};
+  for (int i = 0; i < cases; ++i) {
+    grade::CaseResult c{"case-" + std::to_string(i), "correctness"};
+    c.outcome = i < passed ? grade::Outcome::passed : grade::Outcome::failed;
+    c.max_points = lab.correctness_points / cases;
+    c.points = i < passed ? c.max_points : 0;
+    if (i >= passed) c.message = "bin 3 expected 4, got 5";
+    result.cases.push_back(c);
+  }
+  if (!lab.performance.empty()) {
+    grade::CaseResult c{"timed", "performance"};
+    c.outcome = grade::Outcome::passed;
+    c.max_points = lab.performance[0].points;
+    c.points = timed_points;
+    result.cases.push_back(c);
+  }
+  grade::add_totals(result);
+  return result;
+}
+
+// A lab nothing of which ran: not handed in, refused, not compiled, or no GPU here.
+grade::LabResult unrun(const grade::LabSpec& lab, grade::LabStatus status, const std::string& note, int cases = 3) {
+  grade::LabResult result = graded(lab, cases, 0);
+  result.status = status;
+  result.note = note;
+  for (grade::CaseResult& c : result.cases) {
+    c.outcome = grade::Outcome::not_run;
+    c.points = 0;
+    c.message = "no result: " + note;
+  }
+  grade::add_totals(result);
+  return result;
+}
+
+grade::Report report_of(const std::string& who, std::vector<grade::LabResult> labs) {
+  grade::Report report{who, "student files", std::move(labs)};
+  grade::add_totals(report);
+  return report;
+}
+
+const grade::LabSpec histogram = spec("01", "histogram", 60, 40);
+const grade::LabSpec dot = spec("02", "dot", 60, 40);
+const grade::LabSpec scan = spec("06", "scan", 100, 0);
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string read(const fs::path& file) {
+  std::ostringstream text;
+  text << std::ifstream(file).rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_SUITE("exports") {
+  TEST_CASE("every export holds only the labs asked for") {
+    const grade::Report alice = report_of("alice", {graded(histogram, 4, 4, 40), graded(dot, 4, 2, 10)});
+    const std::vector<grade::LabSpec> asked = {dot};
+
+    const json gradescope = grade::gradescope_results(alice, asked);
+    REQUIRE(gradescope["tests"].size() == 5);
+    for (const json& test : gradescope["tests"]) CHECK(test["name"].get<std::string>().rfind("lab 02 dot: ", 0) == 0);
+    CHECK(gradescope["score"] == 40.0);  // lab 02's 30 + 10, not lab 01's 100
+
+    const std::string junit = grade::junit_xml({alice}, asked);
+    CHECK(junit.find("lab 01") == std::string::npos);
+    CHECK(count(junit, "<testsuite ") == 1);
+
+    const std::string gradebook = grade::gradebook_csv({alice}, asked);
+    CHECK(gradebook == "student,lab02-dot,total,max,secret,notes\nalice,40,40,100,no,\n");
+    CHECK(grade::prairielearn_results(alice, asked)["tests"].size() == 5);
+  }
+
+  TEST_CASE("Gradescope's maxima add up to the total exactly, and full marks are the whole maximum") {
+    // 60 points over 7 cases and 40 over 3 timed ones: thirds and sevenths, rounded.
+    const grade::LabSpec lab = spec("01", "histogram", 60, 0);
+    grade::LabResult result = graded(lab, 7, 7);
+    for (int i = 0; i < 3; ++i) {
+      grade::CaseResult c{"t" + std::to_string(i), "performance"};
+      c.outcome = grade::Outcome::passed;
+      c.max_points = c.points = 40.0 / 3;
+      result.cases.push_back(c);
+    }
+    grade::add_totals(result);
+    const grade::Report report = report_of("alice", {result, graded(scan, 3, 1)});
+    const json results = grade::gradescope_results(report, {lab, scan});
+
+    long long max_hundredths = 0, score_hundredths = 0;
+    for (const json& test : results["tests"]) {
+      const double max = test["max_score"], score = test["score"];
+      CHECK(max * 100 == doctest::Approx(double(std::llround(max * 100))));  // two decimals
+      max_hundredths += std::llround(max * 100);
+      score_hundredths += std::llround(score * 100);
+      if (test["status"] == "passed") CHECK(score == max);
+    }
+    CHECK(max_hundredths == 20000);  // 100 + 100 points, to the hundredth
+    // Lab 01 in full; of lab 06 the first case of three, which took the hundredth left over.
+    CHECK(score_hundredths == 10000 + 3334);
+    CHECK(results["score"] == 133.34);  // what the tests add up to
+  }
+
+  TEST_CASE("Gradescope's output gives each lab's note and the compiler's messages, cut, as valid UTF-8") {
+    grade::LabResult broken = unrun(histogram, grade::LabStatus::build_failed,
+                                    "your files did not compile; the compiler's messages are below");
+    broken.build_log = "histogram.cu(3): error: expected a \";\"\n";
+    for (int i = 0; i < 5000; ++i) broken.build_log += "\xc3\xa9";  // é, 10000 bytes with no line end
+    const json results = grade::gradescope_results(report_of("José", {broken}), {histogram});
+    const std::string output = results["output"];
+    CHECK(output.find("Lab 01 histogram: 0.0 / 100 points; your files did not compile") == 0);
+    CHECK(output.find("histogram.cu(3): error: expected a \";\"") != std::string::npos);
+    CHECK(output.size() < 9000);
+    CHECK(output.find("more bytes of the compiler's messages") != std::string::npos);
+    CHECK_NOTHROW(results.dump());  // throws on invalid UTF-8: the cut fell between characters
+  }
+
+  TEST_CASE("JUnit: a case that did not run is skipped with its reason; a lab not graded fails once") {
+    const grade::Report report =
+        report_of("bob", {unrun(histogram, grade::LabStatus::build_failed, "your files did not compile"),
+                          unrun(dot, grade::LabStatus::not_run, "not run: no CUDA GPU found here"),
+                          graded(scan, 3, 2)});
+    const std::string junit = grade::junit_xml({report}, {histogram, dot, scan});
+    // Lab 01: the lab fails once (build failed), its 4 cases are skipped with the reason.
+    CHECK(junit.find("tests=\"5\" failures=\"1\" skipped=\"4\"") != std::string::npos);
+    CHECK(junit.find("name=\"lab graded\"><failure message=\"build failed\"/>") != std::string::npos);
+    CHECK(junit.find("<skipped message=\"no result: your files did not compile\"/>") != std::string::npos);
+    // Lab 02: nothing could be judged here: all skipped, no failure.
+    CHECK(junit.find("tests=\"5\" failures=\"0\" skipped=\"5\"") != std::string::npos);
+    // Lab 06: graded, one case failed.
+    CHECK(junit.find("tests=\"4\" failures=\"1\" skipped=\"0\"") != std::string::npos);
+    CHECK(count(junit, "<failure") == 2);
+  }
+
+  TEST_CASE("the gradebook and the console give the real reason a lab was not graded") {
+    const std::string link = "scan.cu is a symbolic link; hand in the file itself (lab not graded)";
+    const std::string file = "this submission is a file, not a folder: unpack \"carol.zip\" into a folder named "
+                             "\"carol\" in its place (lab not graded)";
+    const std::vector<grade::Report> reports = {
+        report_of("alice", {graded(histogram, 4, 4), unrun(dot, grade::LabStatus::missing_files, grade::not_found_note(dot)),
+                            unrun(scan, grade::LabStatus::missing_files, link)}),
+        report_of("bob", {unrun(histogram, grade::LabStatus::build_failed,
+                                "your files did not compile; the compiler's messages are below"),
+                          graded(dot, 4, 4), graded(scan, 3, 3)}),
+        report_of("carol.zip", {unrun(histogram, grade::LabStatus::missing_files, file),
+                                unrun(dot, grade::LabStatus::missing_files, file),
+                                unrun(scan, grade::LabStatus::missing_files, file)})};
+    const std::vector<grade::LabSpec> labs = {histogram, dot, scan};
+    const std::string gradebook = grade::gradebook_csv(reports, labs);
+    CHECK(gradebook.find(",02: not handed in; 06: " + link + "\n") != std::string::npos);
+    CHECK(gradebook.find(",01: build failed\n") != std::string::npos);
+    // One reason for all three labs: said once.
+    CHECK(gradebook.find("\"01, 02, 06: this submission is a file, not a folder: unpack \"\"carol.zip\"\"") !=
+          std::string::npos);
+
+    const std::string console = grade::batch_summary(reports, labs);
+    CHECK(console.find("    lab 02: not handed in\n    lab 06: " + link + "\n") != std::string::npos);
+    CHECK(console.find("    lab 01: build failed\n") != std::string::npos);
+    CHECK(console.find("    labs 01, 02, 06: this submission is a file, not a folder") != std::string::npos);
+    CHECK(console.find("missing files") == std::string::npos);  // the status alone says too little
+  }
+
+  TEST_CASE("labs in a row with one reason read as a range") {
+    std::vector<grade::LabSpec> labs;
+    std::vector<grade::LabResult> results;
+    for (const char* id : {"01", "02", "03", "04", "06", "07", "09"}) {
+      labs.push_back(spec(id, "lab" + std::string(id), 100, 0));
+      results.push_back(unrun(labs.back(), grade::LabStatus::missing_files, grade::not_found_note(labs.back())));
+    }
+    CHECK(grade::batch_summary({report_of("dave", results)}, labs).find("    labs 01-04, 06, 07, 09: not handed in\n") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("report file names are safe and unique; the gradebook keeps the folders' names") {
+    std::vector<grade::Report> reports;
+    for (const std::string who : {"dave smith", "Dave-Smith", "José Núñez", "Jose\xcc\x81 Nun\xcc\x83" "ez", "李雷",
+                                  "..hidden", "alice", "ALICE", "a/b", "Jos\xe9 (Latin-1)", "Łukasz Żółć", "Dvořák"})
+      reports.push_back(report_of(who, {graded(scan, 3, 3)}));
+    const std::vector<std::string> names = grade::report_file_names(reports);
+    const std::vector<std::string> expected = {"dave-smith", "Dave-Smith-2", "Jose-Nunez", "Jose-Nunez-2", "student",
+                                               "hidden",     "alice",        "ALICE-2",    "a-b",          "Jos-Latin-1",
+                                               "Lukasz-Zolc", "Dvorak"};
+    CHECK(names == expected);
+    for (const std::string& name : names)
+      for (char c : name) CHECK_MESSAGE((std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'), name);
+    CHECK(grade::gradebook_csv(reports, {scan}).find("\ndave smith,100,") != std::string::npos);
+  }
+
+  TEST_CASE("the console's columns align whatever the names' bytes") {
+    // Each name with the columns a terminal gives it: accents none, CJK ideographs two.
+    const std::vector<std::pair<std::string, std::size_t>> names = {
+        {"alice", 5}, {"José Núñez", 10}, {"李雷", 4}, {"Jose\xcc\x81", 4}};
+    std::vector<grade::Report> reports;
+    for (const auto& [name, width] : names) reports.push_back(report_of(name, {graded(scan, 3, 1)}));
+    const auto lines = lines_of(grade::batch_summary(reports, {scan}));
+    REQUIRE(lines.size() == names.size());
+    std::set<std::size_t> columns_before_slash;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      REQUIRE(lines[i].rfind(names[i].first, 0) == 0);
+      columns_before_slash.insert(names[i].second + lines[i].find('/') - names[i].first.size());
+    }
+    CHECK(columns_before_slash.size() == 1);
+  }
+
+  TEST_CASE("a roster: columns by name, a spreadsheet's BOM and CRLF, quoted fields") {
+    const grade::Roster roster = grade::parse_roster(
+        "\xEF\xBB\xBF" "email,folder,name,student_id,section\r\n"
+        "dave@uni.edu,dave smith,\"Smith, Dave\",1001,A\r\n"
+        "\r\n"
+        "jose@uni.edu,José Núñez,José Núñez,1002,B\r\n",
+        "roster.csv");
+    REQUIRE(roster.size() == 2);
+    const grade::Student dave = grade::student_of(roster, "dave smith");
+    CHECK(dave.student_id == "1001");
+    CHECK(dave.name == "Smith, Dave");
+    CHECK(dave.email == "dave@uni.edu");
+    CHECK(grade::student_of(roster, "nobody").name.empty());
+    CHECK(grade::folders_missing_from(roster, {"dave smith", "nobody"}) == std::vector<std::string>{"nobody"});
+
+    CHECK_THROWS_WITH_AS(grade::parse_roster("student_id,name\n1,a\n", "r.csv"),
+                         "the roster r.csv has no `folder` column: its first row must name the columns, e.g. "
+                         "folder,student_id,name,email",
+                         grade::BadInput);
+    CHECK_THROWS_WITH_AS(grade::parse_roster("folder,name\nbob,B\nbob,C\n", "r.csv"),
+                         "the roster r.csv, row 3: the folder bob is listed twice", grade::BadInput);
+    CHECK_THROWS_AS(grade::read_roster("/nonexistent/roster.csv"), grade::BadInput);
+  }
+
+  TEST_CASE("the roster's ids reach the gradebook, Canvas and Gradescope; a lab not judged here is blank") {
+    const grade::Roster roster = grade::parse_roster("folder,student_id,name,email\n"
+                                                     "dave smith,1001,\"Smith, Dave\",dave@uni.edu\n",
+                                                     "roster.csv");
+    const std::vector<grade::Report> reports = {
+        report_of("dave smith", {graded(histogram, 4, 4, 20), unrun(dot, grade::LabStatus::not_run, "not run")}),
+        report_of("eve", {graded(histogram, 4, 2), graded(dot, 4, 4, 40)})};
+    const std::vector<grade::LabSpec> labs = {histogram, dot};
+
+    const std::string gradebook = grade::gradebook_csv(reports, labs, roster);
+    CHECK(gradebook.find("student,student_id,name,email,lab01-histogram,lab02-dot,") == 0);
+    CHECK(gradebook.find("\ndave smith,1001,\"Smith, Dave\",dave@uni.edu,80,0,") != std::string::npos);
+
+    // Canvas's import: its five identity columns, an assignment per lab, points possible first.
+    const auto canvas = grade::parse_csv(grade::canvas_csv(reports, labs, roster));
+    REQUIRE(canvas.size() == 4);
+    CHECK(canvas[0] == std::vector<std::string>{"Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+                                                "Lab 01 histogram", "Lab 02 dot"});
+    CHECK(canvas[1] == std::vector<std::string>{"Points Possible", "", "", "", "", "100", "100"});
+    CHECK(canvas[2] == std::vector<std::string>{"Smith, Dave", "", "1001", "dave@uni.edu", "", "80", ""});
+    CHECK(canvas[3] == std::vector<std::string>{"eve", "", "", "", "", "30", "100"});
+
+    const auto gradescope = grade::parse_csv(grade::gradescope_scores_csv(reports, labs, roster));
+    REQUIRE(gradescope.size() == 3);
+    CHECK(gradescope[0] ==
+          std::vector<std::string>{"Name", "SID", "Email", "Lab 01 histogram", "Lab 02 dot", "Total Score"});
+    CHECK(gradescope[1] == std::vector<std::string>{"Smith, Dave", "1001", "dave@uni.edu", "80", "", "80"});
+    CHECK(gradescope[2] == std::vector<std::string>{"eve", "", "", "30", "100", "130"});
+  }
+
+  TEST_CASE("PrairieLearn's results.json has the documented fields and types") {
+    // docs/externalGrading.md, "Grading results": gradable (bool), score (0..1), message,
+    // output, and tests of name, description, points, max_points, message, output.
+    grade::Report report = report_of("alice", {graded(histogram, 4, 3, 20)});
+    report.labs[0].cases[1].hidden = true;
+    report.labs[0].cases[3].hidden = true;  // failed: its details withheld
+    const json results = grade::prairielearn_results(report, {histogram});
+    REQUIRE(results.is_object());
+    CHECK(results.at("gradable").is_boolean());
+    CHECK(results.at("gradable") == true);
+    REQUIRE(results.at("score").is_number());
+    CHECK(results["score"].get<double>() == doctest::Approx(65.0 / 100));
+    CHECK(results.at("message").is_string());
+    CHECK(results.at("output").is_string());
+    REQUIRE(results.at("tests").is_array());
+    REQUIRE(results["tests"].size() == 5);
+    double max_points = 0;
+    for (const json& test : results["tests"]) {
+      for (const char* key : {"name", "description", "message", "output"})
+        CHECK_MESSAGE(test.at(key).is_string(), key);
+      for (const char* key : {"points", "max_points"}) CHECK_MESSAGE(test.at(key).is_number(), key);
+      CHECK(test["points"].get<double>() <= test["max_points"].get<double>());
+      max_points += test["max_points"].get<double>();
+    }
+    CHECK(max_points == doctest::Approx(100));
+    CHECK(results["tests"][3]["output"] == "hidden case: details are withheld");
+    CHECK(grade::json_text(results).find("bin 3 expected") == std::string::npos);
+
+    // Nothing judged here (no GPU): not gradable, and no score that would count as zero.
+    const json not_gradable = grade::prairielearn_results(
+        report_of("bob", {unrun(histogram, grade::LabStatus::not_run, "not run: no CUDA GPU found here")}), {histogram});
+    CHECK(not_gradable.at("gradable") == false);
+    CHECK_FALSE(not_gradable.contains("score"));
+  }
+
+  TEST_CASE("a batch writes the platforms' files and a handout folder of HTML reports without hidden details") {
+    const fs::path out = fs::temp_directory_path() / "labkit-test-exports-batch";
+    fs::remove_all(out);
+    grade::Report report = report_of("dave smith", {graded(histogram, 4, 3)});
+    report.labs[0].cases[3].hidden = true;
+    grade::write_batch_outputs({report}, {histogram}, out.string());
+    for (const char* file : {"gradebook.csv", "junit.xml", "canvas-import.csv", "gradescope-scores.csv",
+                             "students/dave-smith.json", "students/dave-smith.md", "handout/dave-smith.html",
+                             "gradescope/dave-smith/results.json", "prairielearn/dave-smith/results.json"})
+      CHECK_MESSAGE(fs::exists(out / file), file);
+    CHECK(read(out / "handout" / "dave-smith.html").find("bin 3 expected") == std::string::npos);
+    CHECK(read(out / "handout" / "dave-smith.html").find("Grade report: dave smith") != std::string::npos);
+    CHECK(json::parse(read(out / "students" / "dave-smith.json"))["who"] == "dave smith");
+    fs::remove_all(out);
+  }
+}
