@@ -23,6 +23,15 @@ std::vector<std::string> checked_tools(const std::vector<std::string>& tools) {
   return tools;
 }
 
+// Points rise with log(ratio / zero_credit_ratio) (labkit::ratio_points), which needs a
+// zero-credit ratio above zero and below the full-credit one.
+PerformanceRubric checked_curve(const PerformanceRubric& rubric) {
+  if (!(rubric.zero_credit_ratio > 0 && rubric.zero_credit_ratio < rubric.full_credit_ratio))
+    throw std::runtime_error("performance case " + rubric.case_name +
+                             ": zero_credit_ratio must be above 0 and below full_credit_ratio");
+  return rubric;
+}
+
 ExtraModule read_module(const std::string& name, const YAML::Node& entry) {
   ExtraModule module{name, entry["files"].as<std::vector<std::string>>(), entry["loader"].as<std::string>()};
   if (const YAML::Node build = entry["build"]; build && build["nvcc_flags"])
@@ -57,9 +66,9 @@ LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
       lab.modules.push_back(read_module(entry.first.as<std::string>(), entry.second));
     lab.correctness_points = rubric["correctness"]["points"].as<double>();
     for (const auto& entry : rubric["performance"])
-      lab.performance.push_back({entry["case"].as<std::string>(), entry["points"].as<double>(),
-                                 entry["zero_credit_ratio"].as<double>(),
-                                 entry["full_credit_ratio"].as<double>()});
+      lab.performance.push_back(checked_curve({entry["case"].as<std::string>(), entry["points"].as<double>(),
+                                               entry["zero_credit_ratio"].as<double>(),
+                                               entry["full_credit_ratio"].as<double>()}));
     return lab;
   } catch (const YAML::Exception& error) {
     throw std::runtime_error(rubric_path.string() + ": " + error.what());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cmath>
 #include <sstream>
 
 using nlohmann::json;
@@ -99,8 +100,8 @@ std::string svg_bars(const std::vector<Bar>& bars, double axis_max, const std::s
   return out.str();
 }
 
-// Points against ratio: zero up to zero_credit_ratio, linear to full_credit_ratio, then flat;
-// the student's ratio and points marked on it.
+// Points against ratio: zero up to zero_credit_ratio, rising with log(ratio) to
+// full_credit_ratio, then flat; the student's ratio and points marked on it.
 std::string svg_points_curve(const PerformanceRubric& rubric, double ratio, double points) {
   const double left = 40, top = 12, plot_w = 340, plot_h = 110, width = left + plot_w + 20, height = top + plot_h + 34;
   const double x_max = std::max({1.25 * rubric.full_credit_ratio, 1.1 * ratio, 0.01});
@@ -123,8 +124,14 @@ std::string svg_points_curve(const PerformanceRubric& rubric, double ratio, doub
   out << "<text class=\"dim\" x=\"" << left + plot_w << "\" y=\"" << top + plot_h + 30
       << "\" text-anchor=\"end\">ratio</text>"
       << "<polyline class=\"curve\" fill=\"none\" stroke=\"#8c959f\" stroke-width=\"2\" points=\"" << x(0) << ","
-      << y(0) << " " << x(rubric.zero_credit_ratio) << "," << y(0) << " " << x(rubric.full_credit_ratio) << ","
-      << y(y_max) << " " << x(x_max) << "," << y(y_max) << "\"/>";
+      << y(0);
+  constexpr int steps = 24;  // the logarithmic rise drawn as short straight pieces
+  for (int step = 0; step <= steps; ++step) {
+    const double ratio_here = rubric.zero_credit_ratio *
+                              std::pow(rubric.full_credit_ratio / rubric.zero_credit_ratio, double(step) / steps);
+    out << " " << x(ratio_here) << "," << y(y_max * step / steps);
+  }
+  out << " " << x(x_max) << "," << y(y_max) << "\"/>";
   if (ratio > 0)
     out << "<circle class=\"you\" cx=\"" << x(ratio) << "\" cy=\"" << y(points) << "\" r=\"6\" fill=\"#0969da\" "
         << "stroke=\"#fff\" stroke-width=\"2\"/><text class=\"label\" x=\"" << x(ratio) << "\" y=\"" << y(points)

@@ -51,7 +51,10 @@ double ratio_points(double ratio, double zero_credit_ratio, double full_credit_r
   const double generous = ratio * (1.0 + noise);  // the benefit of the doubt
   if (generous >= full_credit_ratio) return max_points;
   if (generous <= zero_credit_ratio) return 0;
-  const double fraction = (generous - zero_credit_ratio) / (full_credit_ratio - zero_credit_ratio);
+  // On the logarithm of the ratio: each doubling of speed earns the same points, so a kernel
+  // ten times slower than the reference still earns for being ten times faster than one a
+  // hundred times slower (a linear scale gives both next to nothing).
+  const double fraction = std::log(generous / zero_credit_ratio) / std::log(full_credit_ratio / zero_credit_ratio);
   // Whole tenths of a point: noise below that cannot change a score.
   return std::floor(fraction * max_points * 10.0) / 10.0;
 }

@@ -47,7 +47,8 @@ TEST_SUITE("stats") {
     const double no_noise = 0;
     CHECK(labkit::ratio_points(0.04, 0.05, 0.8, 15, no_noise) == 0);
     CHECK(labkit::ratio_points(0.05, 0.05, 0.8, 15, no_noise) == 0);
-    CHECK(labkit::ratio_points(0.425, 0.05, 0.8, 15, no_noise) == doctest::Approx(7.5));
+    CHECK(labkit::ratio_points(0.2, 0.05, 0.8, 15, no_noise) == doctest::Approx(7.5));  // two doublings of four
+    CHECK(labkit::ratio_points(0.1, 0.05, 0.8, 15, no_noise) == doctest::Approx(3.7));  // one of four, in tenths
     CHECK(labkit::ratio_points(0.8, 0.05, 0.8, 15, no_noise) == 15);
     CHECK(labkit::ratio_points(3.0, 0.05, 0.8, 15, no_noise) == 15);
     CHECK(labkit::ratio_points(-1, 0.05, 0.8, 15, no_noise) == 0);

@@ -33,7 +33,8 @@ struct StoppingRule {
 bool should_stop(const StoppingRule& rule, const SampleSummary& so_far, double elapsed_seconds);
 
 // Points for a speed ratio (reference time / student time: 1.0 = as fast as the reference).
-// Zero at or below zero_credit_ratio, full at or above full_credit_ratio, linear between.
+// Zero at or below zero_credit_ratio, full at or above full_credit_ratio, and between them in
+// proportion to log(ratio / zero_credit_ratio): the same points for each doubling of speed.
 // `noise` is the ratio's relative uncertainty: ratios within it of a threshold are read in
 // the student's favour, so grading the same code again does not flip a verdict.
 double ratio_points(double ratio, double zero_credit_ratio, double full_credit_ratio,
