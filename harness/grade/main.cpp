@@ -150,238 +150,295 @@ int calibrate(const std::vector<grade::LabSpec>& labs, const grade::Toolchain& t
   return status;
 }
 
+// Everything a command line can say, as CLI11 fills it in (define_command_line).
+struct CommandLine {
+  bool solution = false, as_json = false, list = false, skip_performance = false, fresh = false;
+  bool retime_reference = false, expect = false, sanitize = false, no_sanitize = false, use_slurm = false;
+  std::uint64_t seed = 0;
+  std::vector<std::string> lab_keys;
+  std::string submissions_dir, out_dir, secret_file, roster_file;
+  int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
+  int gpus = 0, time_limit = 0, runs_per_gpu = 3;
+  std::string export_lab, export_case, profile_lab, profile_case;
+  grade::slurm::SlurmOptions slurm;
+  std::string task_plan, task_array;
+  int task_index = -1;
+  // The verbs; `parsed()` says which one was given.
+  CLI::App *lab = nullptr, *all = nullptr, *selftest = nullptr, *export_case_command = nullptr, *profile = nullptr,
+           *calibrate = nullptr, *collect = nullptr, *slurm_task = nullptr;
+};
+
+void define_grading_options(CLI::App& app, CommandLine& line) {
+  app.add_flag("--solution", line.solution, "grade the reference solutions instead of the student files");
+  app.add_flag("--json", line.as_json, "print the report as JSON instead of text");
+  app.add_flag("--list", line.list, "list the labs and exit");
+  app.add_flag("--no-performance", line.skip_performance, "run the correctness cases only");
+  app.add_option("--seed", line.seed, "change every case's inputs (same cases, new random data)");
+  app.add_option("--submissions", line.submissions_dir,
+                 "grade every subfolder of DIR as one student's submission (a clone of the kit or the "
+                 "student files alone), with `all` or `lab`")->check(CLI::ExistingDirectory);
+  app.add_option("--out", line.out_dir, "where a batch's gradebook goes (default grading/reports/<DIR's name>)");
+  app.add_option("--roster", line.roster_file,
+                 "with --submissions: a CSV (folder,student_id,name,email) that puts the students' ids, names and "
+                 "emails in the gradebook and the files for Canvas and Gradescope")->check(CLI::ExistingFile);
+  app.add_option("--jobs", line.jobs, "compiles in parallel (default: the CPU cores)");
+  app.add_option("--gpus", line.gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
+  app.add_option("--runs-per-gpu", line.runs_per_gpu,
+                 "with --submissions: labs checked at once on each GPU (default 3; timing always has the GPU alone)");
+  app.add_option("--secret-file", line.secret_file,
+                 "instructor secret mixed into every seed (or set LABKIT_SECRET); a batch without one warns, "
+                 "and its gradebook says so")->check(CLI::ExistingFile);
+  app.add_option("--time-limit", line.time_limit, "seconds each lab's checks may run (default: the lab's rubric)");
+  app.add_flag("--fresh", line.fresh, "grade a batch again even where nothing changed");
+  app.add_flag("--retime-reference", line.retime_reference,
+               "time the reference solution in this run instead of taking its times from the calibration cache");
+  app.add_flag("--expect", line.expect,
+               "check each submission against the expected.yaml in its folder (the red-team corpus); "
+               "exit 0 when all agree, 1 on a mismatch, 77 when none could run here (no GPU)");
+  app.add_flag("--sanitize", line.sanitize,
+               "run compute-sanitizer on the failing correctness cases (or, when none fails, the first few); "
+               "`grade lab` does this for failing cases anyway, a batch (--submissions) only with this flag");
+  app.add_flag("--no-sanitize", line.no_sanitize, "never run compute-sanitizer");
+}
+
+// The grading options above that a --slurm submit hands on to its jobs (whose command lines
+// it writes): keep in step with define_grading_options.
+std::vector<std::string> grading_arguments_for_jobs(const CommandLine& line) {
+  std::vector<std::string> arguments = {"--seed", std::to_string(line.seed)};
+  if (line.skip_performance) arguments.push_back("--no-performance");
+  if (line.time_limit > 0) arguments.insert(arguments.end(), {"--time-limit", std::to_string(line.time_limit)});
+  if (line.retime_reference) arguments.push_back("--retime-reference");
+  if (line.sanitize) arguments.push_back("--sanitize");
+  if (!line.roster_file.empty())  // for the collect job's gradebook
+    arguments.insert(arguments.end(), {"--roster", fs::absolute(line.roster_file).lexically_normal().string()});
+  return arguments;
+}
+
+void define_verbs(CLI::App& app, CommandLine& line) {
+  line.lab = app.add_subcommand("lab", "grade the labs named (number, name or folder)");
+  line.lab->add_option("labs", line.lab_keys, "e.g. 01, histogram or 01-histogram")->required();
+  line.all = app.add_subcommand("all", "grade every lab");
+  // The ./grade launcher runs it (meson test); listed here so that --help shows every verb.
+  line.selftest =
+      app.add_subcommand("selftest", "the kit's own tests, what CI runs (the ./grade launcher runs `meson test`)");
+  line.selftest->allow_extras();
+  line.export_case_command =
+      app.add_subcommand("export", "write a case's input and expected output as .npy files (needs a GPU)");
+  line.export_case_command->add_option("lab", line.export_lab, "the lab (number, name or folder)")->required();
+  line.export_case_command->add_option("case", line.export_case, "the case's name in the lab's dataset")->required();
+  line.profile = app.add_subcommand(
+      "profile", "run a lab's main performance case under Nsight Compute (ncu), yours beside the reference's");
+  line.profile->add_option("lab", line.profile_lab, "the lab (number, name or folder)")->required();
+  line.profile->add_option("--case", line.profile_case, "the performance case (default: the first in lab.yaml)");
+  line.calibrate = app.add_subcommand(
+      "calibrate", "time the reference solutions afresh and keep the times for later runs on this GPU (needs a GPU)");
+  line.calibrate->add_option("labs", line.lab_keys, "the labs (default: all)");
+}
+
+// A class on a Slurm cluster (slurm.h, grading/slurm/README.md).
+void define_slurm(CLI::App& app, CommandLine& line) {
+  app.add_flag("--slurm", line.use_slurm,
+               "with --submissions: compile here, run the labs as Slurm job arrays, collect in a dependent job");
+  app.add_option("--partition", line.slurm.partition, "Slurm partition for the jobs")->group("Slurm");
+  app.add_option("--gres", line.slurm.gres,
+                 "GPU request per task, scaled to a lab's GPUs (default gpu:1; none: no gres)")->group("Slurm");
+  app.add_option("--array-limit", line.slurm.array_limit, "tasks of an array running at once (default: no limit)")
+      ->group("Slurm");
+  app.add_option("--shard-size", line.slurm.shard_size, "lab-submissions per task (default 4)")->group("Slurm");
+  app.add_option("--sbatch-option", line.slurm.sbatch_options, "passed to every job, e.g. --sbatch-option=--account=X")
+      ->group("Slurm");
+  line.collect = app.add_subcommand(
+      "collect", "write the gradebook and reports of DIR's submissions from saved results (after --slurm)");
+  line.collect->add_option("dir", line.submissions_dir, "the submissions folder")->required()->check(CLI::ExistingDirectory);
+  line.collect->add_option("labs", line.lab_keys, "the labs (default: all)");
+  line.slurm_task = app.add_subcommand("slurm-task", "one task of a --slurm job array (run by Slurm)");
+  line.slurm_task->group("");
+  line.slurm_task->add_option("plan", line.task_plan)->required();
+  line.slurm_task->add_option("array", line.task_array)->required();
+  line.slurm_task->add_option("task", line.task_index)->required();
+}
+
+void define_command_line(CLI::App& app, CommandLine& line) {
+  app.footer(exit_code_help);
+  define_grading_options(app, line);
+  define_verbs(app, line);
+  define_slurm(app, line);
+  // Flags may come before or after the verb: `grade lab 01 --solution` works too.
+  for (CLI::App* verb : {line.lab, line.all, line.export_case_command, line.profile, line.calibrate, line.collect,
+                         line.slurm_task})
+    verb->fallthrough();
+}
+
+// The labs named (each once: `lab 01 1 histogram` is lab 01), or every lab.
+std::vector<grade::LabSpec> chosen_labs(const CommandLine& line, const std::vector<grade::LabSpec>& catalog) {
+  const bool named = line.lab->parsed() || ((line.calibrate->parsed() || line.collect->parsed()) && !line.lab_keys.empty());
+  if (!named) return catalog;
+  std::vector<grade::LabSpec> chosen;
+  for (const std::string& key : line.lab_keys) {
+    const grade::LabSpec& lab = grade::find_lab(catalog, key);
+    if (std::none_of(chosen.begin(), chosen.end(), [&](const grade::LabSpec& c) { return c.dir == lab.dir; }))
+      chosen.push_back(lab);
+  }
+  return chosen;
+}
+
+grade::BatchOptions batch_options(const CommandLine& line, const grade::Toolchain& toolchain,
+                                  const std::string& secret) {
+  grade::BatchOptions options;
+  options.grade = {labkit::mix_seeds(line.seed, seed_of_secret(secret)), !line.skip_performance, line.time_limit};
+  // A student's own run looks at failing cases under compute-sanitizer by default; a class's
+  // batch only when asked, as it costs GPU time per failing lab.
+  const bool batch = !line.submissions_dir.empty();
+  options.grade.sanitize = line.no_sanitize ? grade::SanitizeWhen::never
+                           : line.sanitize  ? (batch ? grade::SanitizeWhen::failures : grade::SanitizeWhen::always)
+                           : batch          ? grade::SanitizeWhen::never
+                                            : grade::SanitizeWhen::failures;
+  if (!line.retime_reference) options.grade.calibration_dir = calibration_folder(toolchain);
+  options.build_workers = line.jobs;
+  options.gpu_count = line.gpus > 0 ? line.gpus : grade::count_gpus();
+  options.runs_per_gpu = line.runs_per_gpu;
+  return options;
+}
+
+int profile(const CommandLine& line, const std::vector<grade::LabSpec>& catalog, const grade::Toolchain& toolchain) {
+  const std::string who = line.solution ? "solution" : "student";
+  const std::string base = line.solution ? toolchain.source_root + "/solutions" : toolchain.source_root;
+  const grade::LabSpec& lab = grade::find_lab(catalog, line.profile_lab);
+  grade::GradeOptions profiling;
+  profiling.seed = labkit::mix_seeds(line.seed, secret_seed(line.secret_file));
+  const std::string work = (fs::path(toolchain.build_root) / "grade" / "profile" / who / lab.dir).string();
+  try {
+    return grade::profile_lab({&lab, who, grade::find_student_dir(lab, base), work}, line.profile_case, toolchain,
+                              profiling);
+  } catch (const grade::BadInput& error) {  // no such case: the command line's fault
+    std::cerr << "grade profile: " << error.what() << "\n";
+    return exit_usage;
+  }
+}
+
+// Submits a --slurm batch; true when jobs were submitted (the collect job writes the gradebook).
+bool submit_to_slurm(const CommandLine& line, const std::vector<grade::Submission>& submissions,
+                     const std::vector<grade::LabSpec>& chosen, const grade::Toolchain& toolchain,
+                     const grade::BatchOptions& options, const fs::path& out, const std::string& secret) {
+  const grade::slurm::ScriptContext context{
+      (fs::path(toolchain.build_root) / "harness" / "grade" / "labkit-grade").string(),
+      fs::absolute(line.submissions_dir).lexically_normal().string(), fs::absolute(out).lexically_normal().string(),
+      {}, {}, grading_arguments_for_jobs(line), line.lab->parsed() ? line.lab_keys : std::vector<std::string>{}};
+  return grade::slurm::submit({submissions, chosen, toolchain, options, line.slurm, context, secret}) > 0;
+}
+
+// `--submissions DIR`: a class, on this machine, on Slurm, or collected after Slurm.
+int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& catalog,
+                const std::vector<grade::LabSpec>& chosen, const grade::Toolchain& toolchain) {
+  std::string secret = read_secret(line.secret_file);
+  grade::BatchOptions options = batch_options(line, toolchain, secret);
+  const fs::path name = grade::class_name(line.submissions_dir);
+  const fs::path out =
+      line.out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "reports" / name : fs::path(line.out_dir);
+  options.work_dir = (fs::path(toolchain.build_root) / "grade" / "batch" / name).string();
+  options.reuse_saved = !line.fresh;
+  // After --slurm, collect finds the secret where the submit left it.
+  if (const fs::path kept = out / "slurm" / "secret"; line.collect->parsed() && secret.empty() && fs::exists(kept)) {
+    secret = read_secret(kept.string());
+    options.grade.seed = labkit::mix_seeds(line.seed, seed_of_secret(secret));
+  }
+  auto submissions = grade::find_submissions(line.submissions_dir);
+  const grade::Roster roster = grade::read_roster(line.roster_file);  // a bad roster stops here, before any grading
+  if (line.expect) grade::use_kit_files(submissions, toolchain.source_root);
+  const bool slurm_task = line.slurm_task->parsed();
+  if (secret.empty() && !slurm_task)
+    std::cerr << "grade: warning: no instructor secret (set LABKIT_SECRET or pass --secret-file): every input "
+                 "follows the public seeds, so answers hard-coded from them pass; the gradebook records it\n";
+  if (slurm_task)
+    return grade::slurm::run_task(line.task_plan, line.task_array, line.task_index, submissions, catalog, toolchain,
+                                  options);
+  if (line.use_slurm && submit_to_slurm(line, submissions, chosen, toolchain, options, out, secret))
+    return exit_all_passed;
+
+  const auto started = std::chrono::steady_clock::now();
+  auto reports = line.use_slurm || line.collect->parsed()
+                     ? grade::slurm::collect(submissions, chosen, toolchain, options)
+                     : grade::grade_batch(submissions, chosen, toolchain, options);
+  for (grade::Report& report : reports) report.secret_used = !secret.empty();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  grade::write_batch_outputs(reports, chosen, out.string(), roster);
+  print_batch_summary(reports, chosen, seconds, grade::graded_this_run(), out);
+  warn_of_roster_gaps(roster, reports);
+  if (!line.expect) return grade::batch_exit_status(reports);
+  std::vector<std::string> known_labs;
+  for (const grade::LabSpec& lab : catalog) known_labs.push_back(lab.id);
+  return report_expectations(grade::check_expectations(reports, line.submissions_dir, known_labs));
+}
+
+// `grade lab ...` / `grade all` on this checkout's files (or the reference solutions).
+int grade_checkout(const CommandLine& line, const std::vector<grade::LabSpec>& chosen,
+                   const grade::Toolchain& toolchain) {
+  const std::string who = line.solution ? "solution" : "student";
+  const std::string base = line.solution ? toolchain.source_root + "/solutions" : toolchain.source_root;
+  grade::BatchOptions options = batch_options(line, toolchain, read_secret(line.secret_file));
+  options.work_dir = (fs::path(toolchain.build_root) / "grade" / who).string();
+  options.progress = false;
+  options.grade.live_progress = isatty(STDERR_FILENO) != 0;  // quiet and line-oriented in CI and pipes
+  std::cerr << "grade: building and running the checks of " << chosen.size() << " lab(s)...\n";
+  grade::Report report = grade::grade_batch({{who, base}}, chosen, toolchain, options).front();
+  report.mode = line.solution ? "reference solutions" : "student files";
+  const fs::path reports_root = fs::path(toolchain.source_root) / "grading" / "reports";
+  grade::write_run_reports(report, chosen, reports_root.string());
+  if (line.as_json)
+    std::cout << grade::to_json(report).dump(2) << "\n";
+  else
+    std::cout << grade::to_text(report, true) << "\nReports: " << (reports_root / who).string() << ".{json,md,html}\n";
+  return grade::exit_status_of(report);
+}
+
+int run(const CLI::App& app, const CommandLine& line) {
+  const grade::Toolchain toolchain = grade::configured_toolchain();
+  const std::vector<grade::LabSpec> catalog = grade::load_catalog(toolchain.source_root);
+  if (line.selftest->parsed()) {
+    std::cerr << "grade: run `./grade selftest` from the kit's folder: the launcher runs the tests with Meson\n";
+    return exit_usage;
+  }
+  if (!line.list && app.get_subcommands().empty() && app.count_all() > 0) {
+    std::cerr << "grade: say what to grade: `./grade all ...` or `./grade lab 01 ...` (options alone grade "
+                 "nothing); see ./grade --help\n";
+    return exit_usage;
+  }
+  if (line.list || app.get_subcommands().empty()) {
+    list_labs(catalog);
+    if (!line.list) std::cout << "\nGrade one with `./grade lab 01`, all with `./grade all`; see --help.\n";
+    return exit_all_passed;
+  }
+  if (line.export_case_command->parsed()) {
+    const fs::path out =
+        line.out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "exports" : fs::path(line.out_dir);
+    return grade::export_case(grade::find_lab(catalog, line.export_lab), line.export_case, toolchain, line.seed,
+                              out.string());
+  }
+  if (line.profile->parsed()) return profile(line, catalog, toolchain);
+  const std::vector<grade::LabSpec> chosen = chosen_labs(line, catalog);
+  if (line.calibrate->parsed())
+    return calibrate(chosen, toolchain, batch_options(line, toolchain, read_secret(line.secret_file)).grade);
+  grade::stop_children_on_interrupt();
+  if (line.slurm_task->parsed() && line.submissions_dir.empty())
+    throw grade::BadInput("slurm-task needs --submissions DIR (the job script passes it)");
+  if (!line.submissions_dir.empty()) return grade_class(line, catalog, chosen, toolchain);
+  return grade_checkout(line, chosen, toolchain);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Builds and grades the CUDA lab kit's labs on this machine's GPU.", "./grade"};
-  app.footer(exit_code_help);
-  bool solution = false, as_json = false, list = false, skip_performance = false, fresh = false;
-  std::uint64_t seed = 0;
-  std::vector<std::string> lab_keys;
-  std::string submissions_dir, out_dir, secret_file;
-  int jobs = std::max(1u, std::thread::hardware_concurrency());
-  int gpus = 0, time_limit = 0, runs_per_gpu = 3;
-  app.add_flag("--solution", solution, "grade the reference solutions instead of the student files");
-  app.add_flag("--json", as_json, "print the report as JSON instead of text");
-  app.add_flag("--list", list, "list the labs and exit");
-  app.add_flag("--no-performance", skip_performance, "run the correctness cases only");
-  app.add_option("--seed", seed, "change every case's inputs (same cases, new random data)");
-  app.add_option("--submissions", submissions_dir,
-                 "grade every subfolder of DIR as one student's submission (a clone of the kit or the "
-                 "student files alone), with `all` or `lab`")->check(CLI::ExistingDirectory);
-  app.add_option("--out", out_dir, "where a batch's gradebook goes (default grading/reports/<DIR's name>)");
-  std::string roster_file;
-  app.add_option("--roster", roster_file,
-                 "with --submissions: a CSV (folder,student_id,name,email) that puts the students' ids, names and "
-                 "emails in the gradebook and the files for Canvas and Gradescope")->check(CLI::ExistingFile);
-  app.add_option("--jobs", jobs, "compiles in parallel (default: the CPU cores)");
-  app.add_option("--gpus", gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
-  app.add_option("--runs-per-gpu", runs_per_gpu,
-                 "with --submissions: labs checked at once on each GPU (default 3; timing always has the GPU alone)");
-  app.add_option("--secret-file", secret_file,
-                 "instructor secret mixed into every seed (or set LABKIT_SECRET); a batch without one warns, "
-                 "and its gradebook says so")->check(CLI::ExistingFile);
-  app.add_option("--time-limit", time_limit, "seconds each lab's checks may run (default: the lab's rubric)");
-  app.add_flag("--fresh", fresh, "grade a batch again even where nothing changed");
-  bool retime_reference = false;
-  app.add_flag("--retime-reference", retime_reference,
-               "time the reference solution in this run instead of taking its times from the calibration cache");
-  bool expect = false;
-  app.add_flag("--expect", expect,
-               "check each submission against the expected.yaml in its folder (the red-team corpus); "
-               "exit 0 when all agree, 1 on a mismatch, 77 when none could run here (no GPU)");
-  bool sanitize = false, no_sanitize = false;
-  app.add_flag("--sanitize", sanitize,
-               "run compute-sanitizer on the failing correctness cases (or, when none fails, the first few); "
-               "`grade lab` does this for failing cases anyway, a batch (--submissions) only with this flag");
-  app.add_flag("--no-sanitize", no_sanitize, "never run compute-sanitizer");
-  CLI::App* lab_command = app.add_subcommand("lab", "grade the labs named (number, name or folder)");
-  lab_command->add_option("labs", lab_keys, "e.g. 01, histogram or 01-histogram")->required();
-  CLI::App* all_command = app.add_subcommand("all", "grade every lab");
-  // The ./grade launcher runs it (meson test); listed here so that --help shows every verb.
-  CLI::App* selftest_command =
-      app.add_subcommand("selftest", "the kit's own tests, what CI runs (the ./grade launcher runs `meson test`)");
-  selftest_command->allow_extras();
-  std::string export_lab, export_case;
-  CLI::App* export_command =
-      app.add_subcommand("export", "write a case's input and expected output as .npy files (needs a GPU)");
-  export_command->add_option("lab", export_lab, "the lab (number, name or folder)")->required();
-  export_command->add_option("case", export_case, "the case's name in the lab's dataset")->required();
-  export_command->fallthrough();
-  std::string profile_lab_key, profile_case;
-  CLI::App* profile_command = app.add_subcommand(
-      "profile", "run a lab's main performance case under Nsight Compute (ncu), yours beside the reference's");
-  profile_command->add_option("lab", profile_lab_key, "the lab (number, name or folder)")->required();
-  profile_command->add_option("--case", profile_case, "the performance case (default: the first in lab.yaml)");
-  profile_command->fallthrough();
-  CLI::App* calibrate_command = app.add_subcommand(
-      "calibrate", "time the reference solutions afresh and keep the times for later runs on this GPU (needs a GPU)");
-  calibrate_command->add_option("labs", lab_keys, "the labs (default: all)");
-  calibrate_command->fallthrough();
-  // A class on a Slurm cluster (slurm.h, grading/slurm/README.md).
-  bool use_slurm = false;
-  grade::slurm::SlurmOptions slurm;
-  app.add_flag("--slurm", use_slurm,
-               "with --submissions: compile here, run the labs as Slurm job arrays, collect in a dependent job");
-  app.add_option("--partition", slurm.partition, "Slurm partition for the jobs")->group("Slurm");
-  app.add_option("--gres", slurm.gres, "GPU request per task, scaled to a lab's GPUs (default gpu:1; none: no gres)")
-      ->group("Slurm");
-  app.add_option("--array-limit", slurm.array_limit, "tasks of an array running at once (default: no limit)")
-      ->group("Slurm");
-  app.add_option("--shard-size", slurm.shard_size, "lab-submissions per task (default 4)")->group("Slurm");
-  app.add_option("--sbatch-option", slurm.sbatch_options, "passed to every job, e.g. --sbatch-option=--account=X")
-      ->group("Slurm");
-  CLI::App* collect_command = app.add_subcommand(
-      "collect", "write the gradebook and reports of DIR's submissions from saved results (after --slurm)");
-  collect_command->add_option("dir", submissions_dir, "the submissions folder")->required()->check(CLI::ExistingDirectory);
-  collect_command->add_option("labs", lab_keys, "the labs (default: all)");
-  std::string task_plan, task_array;
-  int task_index = -1;
-  CLI::App* task_command = app.add_subcommand("slurm-task", "one task of a --slurm job array (run by Slurm)");
-  task_command->group("");
-  task_command->add_option("plan", task_plan)->required();
-  task_command->add_option("array", task_array)->required();
-  task_command->add_option("task", task_index)->required();
-  // Flags may come before or after the subcommand: `grade lab 01 --solution` works too.
-  lab_command->fallthrough();
-  all_command->fallthrough();
-  collect_command->fallthrough();
-  task_command->fallthrough();
+  CommandLine line;
+  define_command_line(app, line);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {  // --help is one too, and exits 0
     const int printed = app.exit(error);
     return printed == 0 ? exit_all_passed : exit_usage;
   }
-
   try {
-    const grade::Toolchain toolchain = grade::configured_toolchain();
-    const std::vector<grade::LabSpec> catalog = grade::load_catalog(toolchain.source_root);
-    if (selftest_command->parsed()) {
-      std::cerr << "grade: run `./grade selftest` from the kit's folder: the launcher runs the tests with Meson\n";
-      return exit_usage;
-    }
-    if (!list && app.get_subcommands().empty() && app.count_all() > 0) {
-      std::cerr << "grade: say what to grade: `./grade all ...` or `./grade lab 01 ...` (options alone grade "
-                   "nothing); see ./grade --help\n";
-      return exit_usage;
-    }
-    if (list || app.get_subcommands().empty()) {
-      list_labs(catalog);
-      if (!list) std::cout << "\nGrade one with `./grade lab 01`, all with `./grade all`; see --help.\n";
-      return exit_all_passed;
-    }
-    if (export_command->parsed()) {
-      const fs::path out = out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "exports" : fs::path(out_dir);
-      return grade::export_case(grade::find_lab(catalog, export_lab), export_case, toolchain, seed, out.string());
-    }
-    const std::string who = solution ? "solution" : "student";
-    const std::string base = solution ? toolchain.source_root + "/solutions" : toolchain.source_root;
-    if (profile_command->parsed()) {
-      const grade::LabSpec& lab = grade::find_lab(catalog, profile_lab_key);
-      grade::GradeOptions profiling;
-      profiling.seed = labkit::mix_seeds(seed, secret_seed(secret_file));
-      const std::string work = (fs::path(toolchain.build_root) / "grade" / "profile" / who / lab.dir).string();
-      try {
-        return grade::profile_lab({&lab, who, grade::find_student_dir(lab, base), work}, profile_case, toolchain,
-                                  profiling);
-      } catch (const grade::BadInput& error) {  // no such case: the command line's fault
-        std::cerr << "grade profile: " << error.what() << "\n";
-        return exit_usage;
-      }
-    }
-    std::vector<grade::LabSpec> chosen;
-    if (lab_command->parsed() || ((calibrate_command->parsed() || collect_command->parsed()) && !lab_keys.empty()))
-      for (const std::string& key : lab_keys) {  // each lab once: `lab 01 1 histogram` is lab 01
-        const grade::LabSpec& lab = grade::find_lab(catalog, key);
-        if (std::none_of(chosen.begin(), chosen.end(), [&](const grade::LabSpec& c) { return c.dir == lab.dir; }))
-          chosen.push_back(lab);
-      }
-    else
-      chosen = catalog;
-
-    grade::BatchOptions options;
-    std::string secret = read_secret(secret_file);
-    options.grade = {labkit::mix_seeds(seed, seed_of_secret(secret)), !skip_performance, time_limit};
-    // A student's own run looks at failing cases under compute-sanitizer by default; a class's
-    // batch only when asked, as it costs GPU time per failing lab.
-    const bool batch = !submissions_dir.empty();
-    options.grade.sanitize = no_sanitize ? grade::SanitizeWhen::never
-                             : sanitize  ? (batch ? grade::SanitizeWhen::failures : grade::SanitizeWhen::always)
-                             : batch     ? grade::SanitizeWhen::never
-                                         : grade::SanitizeWhen::failures;
-    if (!retime_reference) options.grade.calibration_dir = calibration_folder(toolchain);
-    if (calibrate_command->parsed()) return calibrate(chosen, toolchain, options.grade);
-    options.build_workers = jobs;
-    options.gpu_count = gpus > 0 ? gpus : grade::count_gpus();
-    options.runs_per_gpu = runs_per_gpu;
-    const fs::path reports_root = fs::path(toolchain.source_root) / "grading" / "reports";
-    grade::stop_children_on_interrupt();
-
-    if (task_command->parsed() && submissions_dir.empty())
-      throw grade::BadInput("slurm-task needs --submissions DIR (the job script passes it)");
-    if (!submissions_dir.empty()) {
-      const fs::path name = grade::class_name(submissions_dir);
-      const fs::path out = out_dir.empty() ? reports_root / name : fs::path(out_dir);
-      options.work_dir = (fs::path(toolchain.build_root) / "grade" / "batch" / name).string();
-      options.reuse_saved = !fresh;
-      // After --slurm, collect finds the secret where the submit left it.
-      if (const fs::path kept = out / "slurm" / "secret"; collect_command->parsed() && secret.empty() && fs::exists(kept)) {
-        secret = read_secret(kept.string());
-        options.grade.seed = labkit::mix_seeds(seed, seed_of_secret(secret));
-      }
-      auto submissions = grade::find_submissions(submissions_dir);
-      const grade::Roster roster = grade::read_roster(roster_file);  // a bad roster stops here, before any grading
-      if (expect) grade::use_kit_files(submissions, toolchain.source_root);
-      if (secret.empty() && !task_command->parsed())
-        std::cerr << "grade: warning: no instructor secret (set LABKIT_SECRET or pass --secret-file): every input "
-                     "follows the public seeds, so answers hard-coded from them pass; the gradebook records it\n";
-      if (task_command->parsed())
-        return grade::slurm::run_task(task_plan, task_array, task_index, submissions, catalog, toolchain, options);
-      if (use_slurm) {
-        std::vector<std::string> grading_args = {"--seed", std::to_string(seed)};
-        if (skip_performance) grading_args.push_back("--no-performance");
-        if (time_limit > 0) grading_args.insert(grading_args.end(), {"--time-limit", std::to_string(time_limit)});
-        if (retime_reference) grading_args.push_back("--retime-reference");
-        if (sanitize) grading_args.push_back("--sanitize");
-        if (!roster_file.empty())  // for the collect job's gradebook
-          grading_args.insert(grading_args.end(), {"--roster", fs::absolute(roster_file).lexically_normal().string()});
-        const grade::slurm::ScriptContext context{
-            (fs::path(toolchain.build_root) / "harness" / "grade" / "labkit-grade").string(),
-            fs::absolute(submissions_dir).lexically_normal().string(), fs::absolute(out).lexically_normal().string(),
-            {}, {}, grading_args, lab_command->parsed() ? lab_keys : std::vector<std::string>{}};
-        if (grade::slurm::submit({submissions, chosen, toolchain, options, slurm, context, secret}) > 0)
-          return exit_all_passed;  // the collect job writes the gradebook
-      }
-      const auto started = std::chrono::steady_clock::now();
-      auto reports = use_slurm || collect_command->parsed()
-                         ? grade::slurm::collect(submissions, chosen, toolchain, options)
-                         : grade::grade_batch(submissions, chosen, toolchain, options);
-      for (grade::Report& report : reports) report.secret_used = !secret.empty();
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      grade::write_batch_outputs(reports, chosen, out.string(), roster);
-      print_batch_summary(reports, chosen, seconds, grade::graded_this_run(), out);
-      warn_of_roster_gaps(roster, reports);
-      if (expect) {
-        std::vector<std::string> known_labs;
-        for (const grade::LabSpec& lab : catalog) known_labs.push_back(lab.id);
-        return report_expectations(grade::check_expectations(reports, submissions_dir, known_labs));
-      }
-      return grade::batch_exit_status(reports);
-    }
-
-    options.work_dir = (fs::path(toolchain.build_root) / "grade" / who).string();
-    options.progress = false;
-    options.grade.live_progress = isatty(STDERR_FILENO) != 0;  // quiet and line-oriented in CI and pipes
-    std::cerr << "grade: building and running the checks of " << chosen.size() << " lab(s)...\n";
-    grade::Report report = grade::grade_batch({{who, base}}, chosen, toolchain, options).front();
-    report.mode = solution ? "reference solutions" : "student files";
-    grade::write_run_reports(report, chosen, reports_root.string());
-    if (as_json)
-      std::cout << grade::to_json(report).dump(2) << "\n";
-    else
-      std::cout << grade::to_text(report, true) << "\nReports: " << (reports_root / who).string() << ".{json,md,html}\n";
-    return grade::exit_status_of(report);
+    return run(app, line);
   } catch (const grade::BadInput& error) {  // the user's typo, not the kit's fault
     std::cerr << "grade: " << error.what() << "\n";
     return exit_usage;
