@@ -56,6 +56,7 @@ static_assert(bin_count % threads == 0, "each thread scans whole groups of bins 
 // Block 0's finish: the prefilter's keys, then the k results to sort.
 constexpr size_t finish_shared_bytes =
     size_t(TopkTuning::shared_finish_capacity + TopkTuning::block_sort_capacity) * sizeof(uint32_t);
+static_assert(finish_shared_bytes >= 2 * tile_vectors * sizeof(int4), "the read parks two tiles in the same memory");
 
 // Keys compare as unsigned integers in the same order as the int32 values: flipping the sign
 // bit moves INT_MIN to 0 and INT_MAX to 0xFFFFFFFF.
@@ -75,8 +76,10 @@ __device__ __forceinline__ uint32_t digit_of(uint32_t key, int digit) {
 // The rest is zeroed at the start of each call, before the first grid barrier that uses it.
 struct SelectState {
   uint32_t bound_histogram[2][bin_count];  // digit 0 of the blocks' first tiles, top bins only
-  uint32_t bound_arrivals[2];              // blocks that have added their first tile
+  uint32_t bound_arrivals[2];              // blocks that have added their first tiles
   uint32_t prefilter_count[2];             // values the read wanted to copy (over capacity: overflow)
+  uint32_t read_arrivals[2];               // blocks done with the read
+  uint32_t finish_plan[2];                 // set by the last of them: 1 it finishes alone, 2 all blocks
   uint32_t histogram[digit_count][bin_count];  // all-block passes
   uint32_t candidate_count[2];
   uint32_t winner_count;  // values known to be in the top k, written to `unsorted`
@@ -359,16 +362,13 @@ __device__ void prefilter_loose_values(const int32_t* in, size_t n, const InputV
   if (keep && slot < buffers.capacity) buffers.prefiltered[slot] = value;
 }
 
-// Step 1 of the file comment: the block adds the top bins of its first tile to the shared
-// histogram, waits until every block has, and returns the lower bound on the k-th largest
-// key (0 while the first tiles hold fewer than k values). All blocks are resident (a
-// cooperative launch), so the wait ends. Only the bound's tightness, never its truth,
-// depends on how many blocks' bins have landed when it is read.
-__device__ uint32_t first_tile_bound(const Tile& first, const InputView& input, uint32_t k, uint32_t* shared_bins,
-                                     uint32_t* bound_histogram, uint32_t* arrivals) {
-  zero_histogram(shared_bins);
-  __syncthreads();
-  histogram_tile(first, input, shared_bins);
+// Step 1 of the file comment: the block has histogrammed its first tiles into shared_bins; it
+// adds their top bins to the shared histogram, waits until every block has, and returns the
+// lower bound on the k-th largest key (0 while the first tiles hold fewer than k values). All
+// blocks are resident (a cooperative launch), so the wait ends. Only the bound's tightness,
+// never its truth, depends on how many blocks' bins have landed when it is read.
+__device__ uint32_t first_tiles_bound(uint32_t k, const uint32_t* shared_bins, uint32_t* bound_histogram,
+                                      uint32_t* arrivals) {
   __syncthreads();
   // Bins below this block's k-th largest (or its smallest, with fewer than k) cannot hold the
   // input's k-th largest, so they stay home: for k = 10 a block sends a bin or two.
@@ -386,20 +386,46 @@ __device__ uint32_t first_tile_bound(const Tile& first, const InputView& input, 
   return bound.found ? bound.bin << digit_shift(0) : 0u;
 }
 
-// Steps 1 and 2: the one read of the input. Two tiles are in flight while the bound is found.
+// Parks a tile in shared memory (where block 0's finish works later), freeing its registers
+// for the next loads; unpark gives it back.
+__device__ __forceinline__ void park_tile(const Tile& tile, int4* parked) {
+#pragma unroll
+  for (int u = 0; u < vectors_per_thread; ++u) parked[u * threads + threadIdx.x] = tile.vectors[u];
+}
+
+__device__ __forceinline__ Tile unpark_tile(const int4* parked, uint32_t first) {
+  Tile tile;
+  tile.first = first;
+#pragma unroll
+  for (int u = 0; u < vectors_per_thread; ++u) tile.vectors[u] = parked[u * threads + threadIdx.x];
+  return tile;
+}
+
+// Steps 1 and 2: the one read of the input. The first two tiles make the bound's histogram
+// and wait in shared memory while the third is loading, so the memory system stays busy
+// while the blocks agree on the bound (a fourth would not fit the registers: spills).
 __device__ void prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectState* state, unsigned parity,
-                               const Buffers& buffers, uint32_t* shared_bins) {
+                               const Buffers& buffers, uint32_t* shared_bins, int4* parked) {
   const InputView input = split_input(in, n);
   uint32_t* count = &state->prefilter_count[parity];
+  zero_histogram(shared_bins);
   const Tile first = load_tile(input, block_tile(input, 0));
   const Tile second = load_tile(input, block_tile(input, 1));
+  __syncthreads();
+  histogram_tile(first, input, shared_bins);
+  histogram_tile(second, input, shared_bins);
+  park_tile(first, parked);
+  park_tile(second, parked + tile_vectors);
+  const uint32_t first_index = first.first, second_index = second.first;
+  const Tile third = load_tile(input, block_tile(input, 2));
   const uint32_t bound_key =
-      first_tile_bound(first, input, k, shared_bins, state->bound_histogram[parity], &state->bound_arrivals[parity]);
-  prefilter_tile(first, input, bound_key, buffers, count);
-  prefilter_tile(second, input, bound_key, buffers, count);
+      first_tiles_bound(k, shared_bins, state->bound_histogram[parity], &state->bound_arrivals[parity]);
+  prefilter_tile(unpark_tile(parked, first_index), input, bound_key, buffers, count);
+  prefilter_tile(unpark_tile(parked + tile_vectors, second_index), input, bound_key, buffers, count);
+  prefilter_tile(third, input, bound_key, buffers, count);
   // Two tiles per step: 64 KiB in flight per block. The loop bound is the same for the whole
   // block (warp votes inside).
-  unsigned t = 2;
+  unsigned t = 3;
   for (; block_tile(input, t + 1) != ~0u; t += 2) {
     const Tile a = load_tile(input, block_tile(input, t));
     const Tile b = load_tile(input, block_tile(input, t + 1));
@@ -559,6 +585,39 @@ __device__ void select_with_all_blocks(const int32_t* in, size_t n, const int32_
   block_sort_descending(results, k, out);
 }
 
+enum FinishPlan : uint32_t { plan_pending = 0, plan_one_block = 1, plan_all_blocks = 2 };
+
+// After the read: the last block to finish it looks at the prefilter and either finishes alone
+// (the others leave) or calls every block to the all-block passes. Returns the plan. Like a
+// grid barrier, but the block that finishes alone never waits for the others to wake up.
+__device__ FinishPlan plan_finish(SelectState* state, unsigned parity, uint32_t capacity, bool sort_in_block,
+                                  uint32_t& prefilter_count) {
+  __shared__ FinishPlan plan;
+  __shared__ uint32_t count;
+  __syncthreads();  // every thread's copies to the prefilter are issued
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const bool last = atomicAdd(&state->read_arrivals[parity], 1u) + 1 == gridDim.x;
+    __threadfence();
+    volatile uint32_t* published = &state->finish_plan[parity];
+    if (last) {
+      count = __ldcg(&state->prefilter_count[parity]);
+      // The prefilter holds the top k whenever it did not overflow.
+      const bool alone = count <= capacity && sort_in_block && count <= TopkTuning::shared_finish_capacity;
+      plan = alone ? plan_one_block : plan_all_blocks;
+      *published = plan;
+    } else {
+      while (*published == plan_pending) __nanosleep(64);
+      plan = FinishPlan(*published);
+      count = __ldcg(&state->prefilter_count[parity]);
+      if (plan == plan_one_block) plan = plan_pending;  // another block finishes; this one leaves
+    }
+  }
+  __syncthreads();
+  prefilter_count = count;
+  return plan;
+}
+
 // The whole selection: see the file comment for the steps. `parity` picks this call's copy of
 // the bound's state.
 __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
@@ -576,18 +635,17 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
   for (size_t i = grid.thread_rank(); i < bin_count; i += grid.size()) state->bound_histogram[parity ^ 1][i] = 0;
   if (grid.thread_rank() == 0) {
     state->bound_arrivals[parity ^ 1] = state->prefilter_count[parity ^ 1] = 0;
+    state->read_arrivals[parity ^ 1] = state->finish_plan[parity ^ 1] = plan_pending;
     state->candidate_count[0] = state->candidate_count[1] = state->winner_count = 0;
   }
 
-  prefilter_pass(in, n, k, state, parity, buffers, histogram);
-  grid.sync();
-
-  const uint32_t prefilter_count = __ldcg(&state->prefilter_count[parity]);
-  const bool prefilter_holds = prefilter_count <= buffers.capacity;  // it holds the top k whenever it did not overflow
-  if (prefilter_holds && sort_in_block && prefilter_count <= TopkTuning::shared_finish_capacity) {
-    if (blockIdx.x == 0) finish_in_shared(buffers.prefiltered, prefilter_count, k, histogram, finish_keys, results, out);
-    return;
-  }
+  prefilter_pass(in, n, k, state, parity, buffers, histogram, reinterpret_cast<int4*>(finish_keys));
+  uint32_t prefilter_count = 0;
+  const FinishPlan plan = plan_finish(state, parity, buffers.capacity, sort_in_block, prefilter_count);
+  if (plan == plan_one_block)
+    finish_in_shared(buffers.prefiltered, prefilter_count, k, histogram, finish_keys, results, out);
+  if (plan != plan_all_blocks) return;
+  const bool prefilter_holds = prefilter_count <= buffers.capacity;
   select_with_all_blocks(in, n, prefilter_holds ? buffers.prefiltered : in, prefilter_holds ? prefilter_count : n, k,
                          state, buffers, out, sort_in_block, histogram, results);
 }
