@@ -5,24 +5,34 @@
 // memory) it finds the k-th largest value digit by digit, as a radix sort would sort, but
 // keeps only the one bucket that holds it. Beyond the README's outline it avoids every pass
 // over the input but one, and every stop that leaves the memory system idle:
-//  1. Each block loads its first two tiles (16-byte loads), histograms the top 11 bits of the
-//     first one in shared memory and adds to a global histogram only the bins at or above its
-//     own k-th largest (the global k-th largest cannot lie lower). Once every block has added
-//     its bins (a spin on an arrival counter, while the second tile is still arriving), the
-//     bin that holds the k-th largest of those first tiles is a lower bound for the k-th
-//     largest of the input: those tiles are a subset of it. Always right, whatever the data.
+//  1. Each block loads its first two tiles (16-byte loads), histograms the top 11 bits of
+//     both in shared memory, parks them in shared memory while its third tile loads, and
+//     adds to a global histogram only the bins at or above its own k-th largest (the global
+//     k-th largest cannot lie lower). Once every block has added its bins (a spin on an
+//     arrival counter), the bin that holds the k-th largest of those first tiles is a lower
+//     bound for the k-th largest of the input: they are a subset of it. Always right.
 //  2. The rest of the read copies only the values in or above that bin to a prefilter buffer,
-//     with one atomic per warp and tile (about n k / (first tiles) + n / 4096 values).
-//  3. After one grid barrier, block 0 alone loads the prefilter into shared memory (a few
-//     thousand values at n = 10^7), narrows it through the three digits (11, 11, 10 bits) by
-//     shared-memory histograms, collects the k largest and sorts them (bitonic network).
-//     Everything else (a prefilter too large for shared memory, as at n = 2^28; k > 4096;
-//     ties that overflow the buffer) goes through all-block passes over the prefilter, or
-//     over the input when the prefilter overflowed, with grid barriers between digits.
-// The previous reference read a 1/16 sample first and waited at a grid barrier for its
-// histogram before the full read began, and histogrammed every value in the full read; on an
-// H100 (measured below) that cost 0.047 / 0.056 ms at n = 10^7, k = 10 / 1000, and 0.43 ms at
-// 2^28. MEASURED_NUMBERS
+//     with one vote per warp and tile, one atomic when any is kept (4791 values at 10^7).
+//  3. The last block to finish the read (an arrival counter, no grid barrier) looks at the
+//     prefilter: when it fits shared memory and k <= 4096 that block alone narrows it through
+//     the three digits (11, 11, 10 bits) by shared-memory histograms, gathers the k largest
+//     and sorts them (bitonic network), and the other blocks leave. Otherwise (2^28: 130,000
+//     values; k > 4096; ties that overflow the buffer) it calls every block to all-block
+//     passes over the prefilter, or over the input after an overflow, with grid barriers.
+// Why it is faster than the previous reference (a 1/16 sample read first, a grid barrier
+// before the full read, every value histogrammed in it): no sample pass and no barrier before
+// the read, and the prefilter's bound comes from data the read fetches anyway. H100, the
+// lab's benchmark (L2 flushed, events): n = 10^7, k = 10 / 1000: 0.0485 / 0.0567 ms before,
+// 0.0388 / 0.0467 ms now (cub::DeviceRadixSort of all n: 0.301 ms, so 7.8x / 6.4x); n = 2^28:
+// 0.432 / 0.443 ms before, 0.4165 / 0.4268 ms now (sort 5.55 ms: 13.3x / 13.0x). A read-only
+// kernel over the same 40 MB takes 0.023 ms timed the same way (an empty launch 0.007 ms);
+// at 2^28 it takes 0.375 ms, so 20x the sort (0.28 ms) is below one read of the input.
+// Where the rest goes at 10^7, k = 10 (globaltimer, from the first block's start): the blocks
+// agree on the bound at 15 us (the first tiles arrive slowly after the flush), the read ends
+// at 20 us (median block) to 23 us (last), block 0's finish takes 9 us more (1.6 to decide,
+// 1.5 to load the 4791 prefiltered values, 3 to select, 2.7 to gather and sort); at k = 1000
+// the bitonic sort of 1024 keys makes the finish 17 us. A register-resident bitonic sort
+// (8 keys per thread, shuffles) measured slower (k = 10: 0.0437 ms), so it is not used.
 #include "topk.h"
 
 #include <cooperative_groups.h>
