@@ -1,14 +1,27 @@
-// Lab 01 reference solution: shared-memory privatization done well.
+// Lab 01 reference solution: shared-memory privatization done well, and its fixed costs cut.
 //
-// Over the chapter's shared-memory kernel it changes two things:
-//  1. Wide loads: each thread reads 16 bytes at a time, four loads in flight, so the memory
-//     system sees few, large, coalesced requests (the chapter read one byte per thread).
+// Over the chapter's shared-memory kernel it changes four things:
+//  1. Wide loads: each thread reads 16 bytes at a time, several loads in flight, so the memory
+//     system sees few, large, coalesced requests (the chapter read one byte per thread). The
+//     loads are marked streaming (evict first): at 100 MiB that alone is worth about 9% over
+//     plain loads, because each line read then evicts another streamed line rather than one
+//     of the dirty lines the L2 flush before every timed call leaves behind.
 //  2. One copy of the histogram per lane, interleaved: bin b of lane l lives at word
 //     b * 32 + l, which is in bank l. The 32 atomics of a warp instruction therefore always
 //     touch 32 different banks, whatever the data: no bank conflicts on random bytes, and no
 //     serialisation when every byte is the same (the chapter's worst case, where all lanes
 //     hit one counter). Lanes of different warps share a copy, so the adds stay atomic.
+//  3. Few, long-lived blocks (the SMs times what fits on each), and each thread issues its
+//     first loads before it zeroes the shared histogram, so the zeroing hides under memory
+//     latency. Each block merges into global memory once, at its end.
+//  4. No memset before the kernel: block 0 zeroes the output bins as it starts and raises a
+//     flag; every block checks the flag before it merges, tens of microseconds later, when
+//     it is long raised. That saves a second launch and its gap in the stream.
+// At 100 MiB fixed costs are a visible share of 0.05 ms; at 1 GiB the kernel reads at
+// 97-99% of the measured bandwidth. Numbers (H100): the lab's README, "For reference".
 #include "histogram.h"
+
+#include <atomic>
 
 namespace {
 
@@ -16,13 +29,23 @@ constexpr int bin_count = 256;
 constexpr int lanes = 32;
 
 struct HistogramTuning {
-  static constexpr int threads_per_block = 512;
+  static constexpr int threads_per_block = 1024;
+  static constexpr int blocks_per_sm = 2;
   static constexpr int loads_in_flight = 4;  // 16-byte loads per thread per iteration
 };
+constexpr int threads = HistogramTuning::threads_per_block;
+constexpr int unroll = HistogramTuning::loads_in_flight;
 
 // 32 KiB of shared memory per block: one interleaved copy of the bins per lane.
 constexpr size_t shared_bytes = size_t(bin_count) * lanes * sizeof(uint32_t);
 static_assert(shared_bytes <= 48 * 1024, "the lane copies must fit the default shared-memory limit");
+static_assert(threads % bin_count == 0, "the merge gives each bin the same number of threads");
+
+// Slot k holds the number of the last call, among those numbered k modulo slot_count, whose
+// output bins have been zeroed. Calls in flight at once on different streams use different
+// slots, so none waits on another's flag.
+constexpr unsigned slot_count = 64;
+__device__ unsigned bins_zeroed[slot_count];
 
 __device__ __forceinline__ void count_word(uint32_t* lane_bins, uint32_t word) {
 #pragma unroll
@@ -36,55 +59,97 @@ __device__ __forceinline__ void count_vector(uint32_t* lane_bins, uint4 v) {
   count_word(lane_bins, v.w);
 }
 
+__device__ __forceinline__ void load_batch(uint4 (&v)[unroll], const uint4* body, size_t i, size_t stride) {
+#pragma unroll
+  for (int u = 0; u < unroll; ++u) v[u] = __ldcs(body + i + u * stride);  // streamed once
+}
+
+__device__ __forceinline__ void zero_shared_bins(uint32_t* block_bins) {
+  for (int i = threadIdx.x; i < bin_count * lanes / 4; i += threads)
+    reinterpret_cast<uint4*>(block_bins)[i] = make_uint4(0, 0, 0, 0);
+}
+
+// Block 0 only: zero the output, make the zeros visible device-wide, then raise the flag.
+__device__ void zero_output_bins(uint32_t* bins, unsigned call) {
+  if (threadIdx.x < bin_count) bins[threadIdx.x] = 0;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) atomicExch(&bins_zeroed[call % slot_count], call);
+}
+
+// Block 0 is the first block dispatched, so it is resident and its flag goes up long before
+// any block gets here: this loop practically never turns.
+__device__ void wait_for_zeroed_bins(unsigned call) {
+  if (threadIdx.x == 0) {
+    while (atomicAdd(&bins_zeroed[call % slot_count], 0u) != call) {
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// Four threads per bin, each summing 8 of the 32 lane copies, starting at a lane that puts
+// the 32 threads of a warp in 32 different banks; then one global atomic per bin per block.
+__device__ void merge_into(uint32_t* bins, const uint32_t* block_bins) {
+  constexpr int parts = threads / bin_count;
+  constexpr int lanes_per_part = lanes / parts;
+  const int bin = threadIdx.x / parts;
+  const int part = threadIdx.x % parts;
+  uint32_t sum = 0;
+#pragma unroll
+  for (int l = 0; l < lanes_per_part; ++l) sum += block_bins[bin * lanes + (part * lanes_per_part + l + bin) % lanes];
+#pragma unroll
+  for (int offset = parts / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xFFFFFFFFu, sum, offset, parts);
+  if (part == 0 && sum != 0) atomicAdd(&bins[bin], sum);
+}
+
 // `head` and `tail` are the bytes before the first and after the last 16-byte boundary;
 // `body` is the aligned middle, read as uint4.
-__global__ void __launch_bounds__(HistogramTuning::threads_per_block)
+__global__ void __launch_bounds__(threads)
     histogram_lane_privatized_kernel(const uint8_t* head, uint32_t head_bytes, const uint4* body,
                                      size_t body_vectors, const uint8_t* tail, uint32_t tail_bytes,
-                                     uint32_t* bins) {
+                                     uint32_t* bins, unsigned call) {
   __shared__ uint32_t block_bins[bin_count * lanes];
-  for (int i = threadIdx.x; i < bin_count * lanes; i += blockDim.x) block_bins[i] = 0;
+  const size_t thread = blockIdx.x * size_t(threads) + threadIdx.x;
+  const size_t stride = size_t(gridDim.x) * threads;
+
+  // The first loads go out before anything else, so the setup below runs under their latency.
+  uint4 v[unroll];
+  size_t i = thread;
+  bool full_batch = i + (unroll - 1) * stride < body_vectors;
+  if (full_batch) load_batch(v, body, i, stride);
+  if (blockIdx.x == 0) zero_output_bins(bins, call);
+  zero_shared_bins(block_bins);
   __syncthreads();
 
   uint32_t* lane_bins = block_bins + threadIdx.x % lanes;
-  const size_t thread = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  constexpr int unroll = HistogramTuning::loads_in_flight;
-
-  size_t i = thread;
-  for (; i + (unroll - 1) * stride < body_vectors; i += unroll * stride) {
-    uint4 v[unroll];
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) v[u] = __ldcs(body + i + u * stride);  // streamed once
+  while (full_batch) {
 #pragma unroll
     for (int u = 0; u < unroll; ++u) count_vector(lane_bins, v[u]);
+    i += unroll * stride;
+    full_batch = i + (unroll - 1) * stride < body_vectors;
+    if (full_batch) load_batch(v, body, i, stride);
   }
   for (; i < body_vectors; i += stride) count_vector(lane_bins, __ldcs(body + i));
   if (thread < head_bytes) atomicAdd(&lane_bins[head[thread] * lanes], 1u);
   if (thread < tail_bytes) atomicAdd(&lane_bins[tail[thread] * lanes], 1u);
   __syncthreads();
 
-  // Thread b sums bin b over the 32 lane copies, starting at a different lane than its
-  // neighbours so the reads spread over all banks.
-  for (int bin = threadIdx.x; bin < bin_count; bin += blockDim.x) {
-    uint32_t sum = 0;
-#pragma unroll
-    for (int l = 0; l < lanes; ++l) sum += block_bins[bin * lanes + (l + bin) % lanes];
-    if (sum != 0) atomicAdd(&bins[bin], sum);
-  }
+  wait_for_zeroed_bins(call);
+  merge_into(bins, block_bins);
 }
 
-// Enough blocks to fill every SM, fewer when the input is too small to share out.
+// The blocks that fit on the GPU at once, fewer when the input is too small to share out.
 int grid_size(size_t body_vectors) {
   static const int resident_blocks = [] {
     int device = 0, sm_count = 0, per_sm = 0;
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, histogram_lane_privatized_kernel,
-                                                  HistogramTuning::threads_per_block, 0);
-    return sm_count * (per_sm > 0 ? per_sm : 1);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, histogram_lane_privatized_kernel, threads, 0);
+    const int fitting = per_sm < HistogramTuning::blocks_per_sm ? per_sm : HistogramTuning::blocks_per_sm;
+    return sm_count * (fitting > 0 ? fitting : 1);
   }();
-  const size_t per_block = size_t(HistogramTuning::threads_per_block) * HistogramTuning::loads_in_flight;
+  const size_t per_block = size_t(threads) * unroll;
   const size_t needed = (body_vectors + per_block - 1) / per_block;
   return int(needed < size_t(resident_blocks) ? (needed > 0 ? needed : 1) : resident_blocks);
 }
@@ -92,8 +157,9 @@ int grid_size(size_t body_vectors) {
 }  // namespace
 
 extern "C" void histogram(const uint8_t* d_in, size_t n, uint32_t* d_bins, cudaStream_t stream) {
-  cudaMemsetAsync(d_bins, 0, bin_count * sizeof(uint32_t), stream);
-  if (n == 0) return;
+  static std::atomic<unsigned> calls{0};
+  unsigned call = ++calls;
+  if (call == 0) call = ++calls;  // 0 is what every slot holds before its first call
 
   const size_t misalignment = reinterpret_cast<uintptr_t>(d_in) % sizeof(uint4);
   const size_t to_boundary = misalignment == 0 ? 0 : sizeof(uint4) - misalignment;
@@ -103,7 +169,8 @@ extern "C" void histogram(const uint8_t* d_in, size_t n, uint32_t* d_bins, cudaS
   const uint8_t* tail = body + body_vectors * sizeof(uint4);
   const size_t tail_bytes = n - head_bytes - body_vectors * sizeof(uint4);
 
-  histogram_lane_privatized_kernel<<<grid_size(body_vectors), HistogramTuning::threads_per_block, 0, stream>>>(
+  // Launched for n = 0 too: block 0 still zeroes the bins.
+  histogram_lane_privatized_kernel<<<grid_size(body_vectors), threads, 0, stream>>>(
       d_in, uint32_t(head_bytes), reinterpret_cast<const uint4*>(body), body_vectors, tail,
-      uint32_t(tail_bytes), d_bins);
+      uint32_t(tail_bytes), d_bins, call);
 }
