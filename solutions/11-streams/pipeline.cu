@@ -25,15 +25,27 @@ constexpr int threads_per_block = 256;
 constexpr int kernel_stream_count = 2;
 // Chunk sizes in elements (4 bytes each).
 constexpr size_t smallest_chunk = size_t(1) << 18;  // 1 MiB per image
-constexpr size_t largest_chunk = size_t(1) << 20;   // 4 MiB per image
-constexpr size_t chunk_alignment = 1024;            // elements: middle chunks start on 4 KiB boundaries
+constexpr size_t largest_chunk = size_t(3) << 20;   // 12 MiB per image
+constexpr size_t chunk_alignment = 1024;            // elements: chunks start on 4 KiB boundaries
 constexpr size_t max_elements = size_t(1) << 27;    // the contract's largest n
 
-constexpr int ramp_steps(size_t size) { return size >= largest_chunk ? 0 : 1 + ramp_steps(2 * size); }
-constexpr int max_ramp = ramp_steps(smallest_chunk);
+size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+// The ramp at the start doubles; the one at the end grows by a quarter per chunk (read
+// backwards), gently enough that each chunk's kernel keeps pace with the next chunk's copy
+// in even when the kernel is nearly as slow as the copies.
+constexpr size_t start_ramp_next(size_t size) { return 2 * size; }
+constexpr size_t end_ramp_next(size_t size) {
+  return (size + size / 4 + chunk_alignment - 1) / chunk_alignment * chunk_alignment;
+}
+
+constexpr int ramp_length(size_t size, bool at_start) {
+  return size >= largest_chunk ? 0 : 1 + ramp_length(at_start ? start_ramp_next(size) : end_ramp_next(size), at_start);
+}
+constexpr int max_start_ramp = ramp_length(smallest_chunk, true);
+constexpr int max_end_ramp = ramp_length(smallest_chunk, false);
 // Both ramps, and at most max_elements / largest_chunk chunks between (one more when rounding
 // leaves a short one).
-constexpr int max_chunks = 2 * max_ramp + int(max_elements / largest_chunk) + 1;
+constexpr int max_chunks = max_start_ramp + max_end_ramp + int(max_elements / largest_chunk) + 1;
 
 __global__ void merge_chunk_kernel(const uint32_t* a, const uint32_t* b, uint32_t* out, size_t n, int rounds) {
   const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
@@ -46,31 +58,34 @@ struct ChunkPlan {
   size_t begins[max_chunks + 1];
 };
 
-size_t round_up(size_t value, size_t multiple) { return (value + multiple - 1) / multiple * multiple; }
-
-// Doubling sizes from smallest_chunk while both ends' ramps still fit in n; n too small for
-// any ramp gets none and runs as one chunk, where there is nothing to overlap worth the cost.
+// Ramps at both ends while they fit (the start's in the first half of n), largest chunks
+// between. An n too small for any ramp runs as one chunk: too little to overlap to be worth it.
 ChunkPlan plan_chunks(size_t n) {
-  size_t ramp[max_ramp];
-  int ramp_length = 0;
-  size_t ramp_total = 0;
-  for (size_t size = smallest_chunk; size < largest_chunk && 2 * (ramp_total + size) <= n; size *= 2) {
-    ramp[ramp_length++] = size;
-    ramp_total += size;
+  size_t start_ramp[max_start_ramp], end_ramp[max_end_ramp];
+  int start_count = 0, end_count = 0;
+  size_t ramped = 0;
+  for (size_t size = smallest_chunk; size < largest_chunk && ramped + size <= n / 2; size = start_ramp_next(size)) {
+    start_ramp[start_count++] = size;
+    ramped += size;
   }
+  for (size_t size = smallest_chunk; size < largest_chunk && ramped + size <= n; size = end_ramp_next(size)) {
+    end_ramp[end_count++] = size;
+    ramped += size;
+  }
+
   ChunkPlan plan;
   size_t begin = 0;
   auto add = [&](size_t size) {
     plan.begins[plan.count++] = begin;
     begin += size;
   };
-  for (int r = 0; r < ramp_length; ++r) add(ramp[r]);
-  const size_t middle_end = n - ramp_total;
-  const size_t middle = middle_end - begin;
+  for (int r = 0; r < start_count; ++r) add(start_ramp[r]);
+  const size_t middle = n - ramped;
+  const size_t middle_end = begin + middle;
   const size_t middle_chunks = std::max<size_t>(1, (middle + largest_chunk - 1) / largest_chunk);
   const size_t middle_chunk = round_up((middle + middle_chunks - 1) / middle_chunks, chunk_alignment);
   while (begin < middle_end) add(std::min(middle_chunk, middle_end - begin));
-  for (int r = ramp_length - 1; r >= 0; --r) add(ramp[r]);
+  for (int r = end_count - 1; r >= 0; --r) add(end_ramp[r]);
   plan.begins[plan.count] = n;
   return plan;
 }
