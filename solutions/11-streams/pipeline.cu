@@ -1,20 +1,29 @@
-// Lab 11 reference: a pipeline with one stream per stage and chunks that taper at both ends.
+// Lab 11 reference: a pipeline with one stream per stage, and chunks that are small at both
+// ends of the job and large in the middle.
 //
 // Beyond the chapter's loop (chunk k whole on stream k % 4, all chunks the same size) it
 // changes two things:
-//  1. One stream per stage, joined by events: every copy in goes on one stream, the kernels
-//     alternate between two, every copy out goes on one. The copy engine for each direction
-//     therefore sees its copies strictly in chunk order and never idles while a later
-//     chunk's copy waits behind an earlier chunk's kernel; two kernel streams let the next
-//     chunk's kernel start in the SMs the previous one's last blocks leave free.
-//  2. Chunk sizes that ramp up (2, 4, 8, 16 MiB per image), stay large (up to 32 MiB) and
-//     ramp down again. What the pipeline costs beyond its slowest stage is the fill (the
-//     first chunk's copy in, before any kernel can start) and the drain (the last chunk's
-//     kernel and copy out, after the last copy in): both are one small chunk here. In the
-//     middle, large chunks keep the count of copies, and their fixed cost, low (the chapter
-//     had to trade one against the other: 16 even chunks fill and drain a 16th of the job,
-//     96 pay six times the per-copy cost).
-// Measured on an H100 at 64Mi pixels: see the lab's README, "Reference numbers".
+//  1. One stream per stage, chained by events: every copy in goes on one stream, the kernels
+//     alternate between two, every copy out goes on one. In the chapter's loop chunk k + 4's
+//     copy in waits in its stream behind chunk k's copy out, so the copies in can run at most
+//     four chunks ahead of the copies out; here they never wait for anything but the link.
+//     Two kernel streams let a chunk's kernel start in the SMs its predecessor's last blocks
+//     leave free.
+//  2. Chunk sizes that ramp up from 1 MiB per image (doubling), stay at up to 24 MiB in the
+//     middle, and ramp down to 1 MiB again at the end, shrinking by a fifth per chunk. The
+//     pipeline costs, beyond its slowest stage, the fill (the first copy in, before any
+//     kernel can start), the drain (the kernels and copies out still to do after the last
+//     copy in) and a few microseconds per chunk. Small chunks at the ends keep the fill and
+//     drain short, large ones in the middle keep the chunk count (25 at 64Mi pixels) low.
+//     The end ramp is gentle because a kernel nearly as slow as the copies (the balanced
+//     case) falls behind when each chunk is half its predecessor, and must then work off
+//     the backlog after the last copy in: halving, it ran at 1.10-1.14 x the bound.
+// Measured on an H100 at 64Mi pixels (build/labs/lab-11-streams-bench, times in ms by the
+// host's clock): 1.08, 1.06 and 1.01 x the slowest stage alone (balanced, copy-bound,
+// compute-bound); the chapter's 4 streams x 16 chunks 1.16, 1.12 and 1.05 x; the same chunks
+// with a stream per stage 1.14, 1.10 and 1.05 x. Where copies limit, what is left is mostly
+// the link itself: copies in both directions at once share it, and copies in slow down while
+// copies out run.
 #include "pipeline.h"
 
 #include <algorithm>
@@ -25,7 +34,7 @@ constexpr int threads_per_block = 256;
 constexpr int kernel_stream_count = 2;
 // Chunk sizes in elements (4 bytes each).
 constexpr size_t smallest_chunk = size_t(1) << 18;  // 1 MiB per image
-constexpr size_t largest_chunk = size_t(3) << 20;   // 12 MiB per image
+constexpr size_t largest_chunk = size_t(6) << 20;   // 24 MiB per image
 constexpr size_t chunk_alignment = 1024;            // elements: chunks start on 4 KiB boundaries
 constexpr size_t max_elements = size_t(1) << 27;    // the contract's largest n
 
