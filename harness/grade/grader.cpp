@@ -14,6 +14,7 @@
 #include "score.h"
 
 #include <filesystem>
+#include <sstream>
 #include <iostream>
 
 namespace fs = std::filesystem;
@@ -105,6 +106,12 @@ std::vector<json> calibrate_lab(const LabSpec& lab, const Toolchain& toolchain, 
   return records;
 }
 
+static void print_lines_starting(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(prefix, 0) == 0) std::cout << line << "\n";
+}
+
 int export_case(const LabSpec& lab, const std::string& case_name, const Toolchain& toolchain,
                 std::uint64_t seed, const std::string& out_dir) {
   const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
@@ -124,12 +131,20 @@ int export_case(const LabSpec& lab, const std::string& case_name, const Toolchai
   fs::create_directories(out_dir);
   const ChildRequest request{argv, {}, {protocol::env::secret}, (fs::path(out_dir) / "export.log").string()};
   const ChildOutcome outcome = run_child(request, runner_limits(lab.time_limit_seconds));
-  if (outcome.exit_code != exit_status::ok) {
-    std::cerr << outcome.output_tail << "\n";
-    return outcome.exit_code == exit_status::skipped ? exit_status::not_run : exit_status::kit_fault;
+  const fs::path written = fs::path(out_dir) / case_name;
+  switch (outcome.exit_code) {
+    case exit_status::ok:
+      std::cout << "wrote " << written.string() << "/*.npy (open with numpy.load)\n";
+      return exit_status::ok;
+    case exit_status::not_run:  // no GPU here: what the checks draw on the CPU
+      print_lines_starting(outcome.output_tail, "wrote ");
+      std::cout << "(no CUDA GPU here: only the arrays the checks compute on the CPU; the same command on a GPU "
+                   "writes them all; open them with numpy.load)\n";
+      return exit_status::not_run;
+    default:
+      std::cerr << outcome.output_tail << "\n";
+      return outcome.exit_code == exit_status::failed ? exit_status::not_run : exit_status::kit_fault;
   }
-  std::cout << "wrote " << (fs::path(out_dir) / case_name).string() << "/*.npy (open with numpy.load)\n";
-  return exit_status::ok;
 }
 
 }  // namespace grade

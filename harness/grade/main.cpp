@@ -223,7 +223,8 @@ void define_verbs(CLI::App& app, CommandLine& line) {
       app.add_subcommand("selftest", "the kit's own tests, what CI runs (the ./grade launcher runs `meson test`)");
   line.selftest->allow_extras();
   line.export_case_command =
-      app.add_subcommand("export", "write a case's input and expected output as .npy files (needs a GPU)");
+      app.add_subcommand("export", "write a case's input and expected output as .npy files (without a GPU: "
+                                "the arrays the checks compute on the CPU)");
   line.export_case_command->add_option("lab", line.export_lab, "the lab (number, name or folder)")->required();
   line.export_case_command->add_option("case", line.export_case, "the case's name in the lab's dataset")->required();
   line.profile = app.add_subcommand(
@@ -409,10 +410,10 @@ int run(const CLI::App& app, const CommandLine& line) {
     return exit_all_passed;
   }
   if (line.export_case_command->parsed()) {
-    const fs::path out =
-        line.out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "exports" : fs::path(line.out_dir);
-    return grade::export_case(grade::find_lab(catalog, line.export_lab), line.export_case, toolchain, line.seed,
-                              out.string());
+    const grade::LabSpec& lab = grade::find_lab(catalog, line.export_lab);
+    const fs::path out = line.out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "exports" / lab.dir
+                                              : fs::path(line.out_dir);
+    return grade::export_case(lab, line.export_case, toolchain, line.seed, out.string());
   }
   if (line.profile->parsed()) return profile(line, catalog, toolchain);
   const std::vector<grade::LabSpec> chosen = chosen_labs(line, catalog);

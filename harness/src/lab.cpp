@@ -46,6 +46,10 @@ struct RunnerState {
   std::map<std::string, Thresholds> thresholds;  // performance case → rubric
   int correctness_failures = 0;
   bool sandbox_reported = false;
+  // `grade export` on a machine that cannot run the lab (no GPU): the checks run only as far
+  // as the CPU takes them, for the arrays they export first; nothing is a verdict.
+  bool export_without_gpu = false;
+  std::vector<std::string> exported;
 };
 
 RunnerState& state() {
@@ -221,11 +225,13 @@ void poison_student_shared_memory(std::uint32_t pattern) {
 const Module& reference_module() { return loaded(state().reference, "reference"); }
 const Dataset& dataset() { return state().dataset; }
 const std::string& export_dir() { return state().options.export_dir; }
+void note_exported(const std::string& path) { state().exported.push_back(path); }
 void make_directories(const std::string& path) { std::filesystem::create_directories(path); }
 
 // A correctness case's outcome, on the channel, in the run log and to doctest: a failure (or
 // a hang) fails the doctest check; a case that could not run is only a message.
 static void report_case(const Case& c, Outcome outcome, const std::string& message) {
+  if (state().export_without_gpu) return;
   if (state().student) report_sandbox_once();
   if (protocol::is_failure(outcome) && c.kind == "correctness") ++state().correctness_failures;
   emit_result(protocol::CorrectnessRecord{c.name, outcome, message});
@@ -267,6 +273,13 @@ static void report_progress(const Case& c, const char* stage) {
 }
 
 void run_case(const Case& c, const std::function<void()>& body) {
+  if (state().export_without_gpu) {  // runs the case until its first CUDA call fails
+    try {
+      body();
+    } catch (const std::exception&) {  // that call: expected here
+    }
+    return;
+  }
   report_progress(c, "checking");
   try {
     body();
@@ -461,6 +474,22 @@ void load_state(const RunnerArguments& args) {
   }
 }
 
+// `grade export` where the lab cannot run: the arrays the checks draw on the CPU, no
+// submission process. Exits not_run (some of what was asked could not be done here) when
+// something was written, failed when nothing was.
+int export_inputs_only(RunnerArguments args, doctest::Context& context, const std::string& reason) {
+  std::printf("%s: writing what the checks draw on the CPU; what needs the GPU is left out\n", reason.c_str());
+  args.options.student.clear();
+  load_state(args);
+  labkit::state().export_without_gpu = true;
+  context.run();
+  const std::vector<std::string>& exported = labkit::state().exported;
+  for (const std::string& path : exported) std::printf("wrote %s\n", path.c_str());
+  if (exported.empty()) std::printf("the case's checks draw nothing on the CPU before they need the GPU\n");
+  namespace exit_status = labkit::protocol::exit_status;
+  return exported.empty() ? exit_status::failed : exit_status::not_run;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -484,7 +513,9 @@ int main(int argc, char** argv) {
   doctest::Context context(int(doctest_argv.size()), doctest_argv.data());
   if (args.listing_only) return context.run();
 
-  if (const auto reason = why_unsupported(args.needs)) {
+  const auto reason = why_unsupported(args.needs);
+  if (reason && !args.options.export_dir.empty()) return export_inputs_only(args, context, *reason);
+  if (reason) {
     std::printf("SKIPPED: %s: these tests cannot run here\n", reason->c_str());
     emit_result(protocol::SkippedRecord{*reason});
     return exit_status::skipped;

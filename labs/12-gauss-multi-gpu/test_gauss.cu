@@ -243,17 +243,18 @@ std::string diagnose(const std::string& one_gpu, const std::string& two_gpus, bo
 }
 
 void check_solve(const Case& c) {
-  // Without a second GPU a 2-GPU call could only be run on one: never a pass.
-  if (labkit::device_count() < 2) {
-    labkit::not_run(c, "not run: this lab needs 2 GPUs, this machine has " + std::to_string(labkit::device_count()));
-    return;
-  }
+  // Without a second GPU a 2-GPU call could only be run on one: never a pass. (`grade export`
+  // still writes the system, drawn on the CPU.)
+  const bool gpus_missing = labkit::device_count() < 2;
+  const std::string why = "not run: this lab needs 2 GPUs, this machine has " + std::to_string(labkit::device_count());
+  if (gpus_missing && labkit::export_dir().empty()) return labkit::not_run(c, why);
   const System s = make_system(c);
   const int n = s.n;
   const std::vector<double> host_x = n <= largest_host_solve ? solve_on_host(s) : std::vector<double>{};
   labkit::export_array(c, "a", s.a, {size_t(n), size_t(n)});
   labkit::export_array(c, "b", s.b);
   if (!host_x.empty()) labkit::export_array(c, "x_reference", host_x);
+  if (gpus_missing) return labkit::not_run(c, why);
 
   const labkit::DeviceScope on_gpu0(0);
   DeviceSystem d(s);

@@ -38,7 +38,8 @@ constexpr float exact_step = 0.125f;
 
 // The GPUs a case uses: all visible ones (at most eight), or fewer when the case says so.
 int gpus_for(const Case& c) {
-  const int available = std::min(labkit::device_count(), allreduce_max_gpus);
+  // Fewer than two GPUs only in `grade export` on a machine without them: two GPUs' inputs.
+  const int available = std::min(std::max(labkit::device_count(), 2), allreduce_max_gpus);
   return int(std::min<long long>(c.integer("gpus", available), available));
 }
 
@@ -220,19 +221,27 @@ void export_inputs(const Case& c, const GpuArrays& inputs, const Expected& expec
   labkit::export_array(c, "expected_sum", expected.sum);
 }
 
+// With --export, the inputs of the case's first call and their sum.
+void export_first_call(const Case& c) {
+  const size_t offset = size_t(c.integer("offset", 0));
+  GpuArrays inputs;
+  for (int g = 0; g < gpus_for(c); ++g) inputs.push_back(make_array(c, g, 0, offset + c.n + guard_floats));
+  export_inputs(c, inputs, expected_sum(inputs, offset, c.n, exact_case(c)), offset);
+}
+
 // Runs the case's two calls through `call`, which reduces every GPU's buffer in place and
 // returns when all of them are done; "" when both are right. `mpi`: part 2's wording.
 std::string run_two_calls(const Case& c, const std::function<void(GpuBuffers&)>& call, bool mpi) {
   const int gpus = gpus_for(c);
   const size_t offset = size_t(c.integer("offset", 0));
   const size_t total = offset + c.n + guard_floats;
+  if (!labkit::export_dir().empty()) export_first_call(c);  // before the first CUDA call: export needs no GPU
   GpuBuffers buffers(gpus, c.n, offset);
 
   for (int round = 0; round < 2; ++round) {
     GpuArrays inputs;
     for (int g = 0; g < gpus; ++g) inputs.push_back(make_array(c, g, round, total));
     const Expected expected = expected_sum(inputs, offset, c.n, exact_case(c));
-    if (round == 0) export_inputs(c, inputs, expected, offset);
     for (int g = 0; g < gpus; ++g) buffers.buffers[size_t(g)].upload(inputs[size_t(g)]);
 
     try {
@@ -253,9 +262,8 @@ std::string run_two_calls(const Case& c, const std::function<void(GpuBuffers&)>&
 }
 
 std::string run_calls(const Case& c) {
-  const auto fn = labkit::student<decltype(ring_allreduce)>("ring_allreduce");
   return run_two_calls(c, [&](GpuBuffers& buffers) {
-    call_allreduce(fn, buffers, nullptr);
+    call_allreduce(labkit::student<decltype(ring_allreduce)>("ring_allreduce"), buffers, nullptr);
     labkit::synchronize_all_devices();
   }, false);
 }
@@ -416,12 +424,6 @@ double call_mpi_allreduce(labkit::RankGroup& group, const std::vector<float*>& d
 // failed case either, so part 1's timing goes ahead on a machine without MPI.
 void report_not_run(const Case& c, const std::string& why) { labkit::not_run(c, why); }
 
-void export_first_call(const Case& c) {
-  const size_t offset = size_t(c.integer("offset", 0));
-  GpuArrays inputs;
-  for (int g = 0; g < gpus_for(c); ++g) inputs.push_back(make_array(c, g, 0, offset + c.n + guard_floats));
-  export_inputs(c, inputs, expected_sum(inputs, offset, c.n, exact_case(c)), offset);
-}
 
 // The case's two calls on the student's ranks, checked as part 1's are; "" when both are right.
 std::string run_mpi_calls(const Case& c) {

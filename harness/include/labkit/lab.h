@@ -70,8 +70,15 @@ void poison_student_shared_memory(std::uint32_t pattern);
 // Where `grade export` asked the runner to write arrays (--export DIR), or empty.
 const std::string& export_dir();
 
+// Notes an array `grade export` wrote (the runner lists them; without a GPU they are all an
+// export can give).
+void note_exported(const std::string& path);
+
 // With --export, writes `values` to DIR/<case>/<name>.npy; otherwise does nothing. A lab's
 // checks export each case's inputs and expected outputs, so students can open them in NumPy.
+// Export them before the case's first CUDA call: on a machine without a GPU, `grade export`
+// still runs the checks, and what was exported before the first CUDA call fails is what the
+// student gets.
 template <class T>
 void export_array(const Case& c, const std::string& name, const std::vector<T>& values,
                   std::vector<std::size_t> shape = {}) {
@@ -79,6 +86,7 @@ void export_array(const Case& c, const std::string& name, const std::vector<T>& 
   const std::string folder = export_dir() + "/" + c.name;
   make_directories(folder);
   write_npy(folder + "/" + name + ".npy", values, std::move(shape));
+  note_exported(folder + "/" + name + ".npy");
 }
 
 // Records a correctness verdict for one case: a doctest CHECK (so meson test and the
