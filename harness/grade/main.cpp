@@ -386,7 +386,7 @@ int grade_checkout(const CommandLine& line, const std::vector<grade::LabSpec>& c
   const fs::path reports_root = fs::path(toolchain.source_root) / "grading" / "reports";
   grade::write_run_reports(report, chosen, reports_root.string());
   if (line.as_json)
-    std::cout << grade::to_json(report).dump(2) << "\n";
+    std::cout << grade::json_text(grade::to_json(report)) << "\n";
   else
     std::cout << grade::to_text(report, true) << "\nReports: " << (reports_root / who).string() << ".{json,md,html}\n";
   return grade::exit_status_of(report);
