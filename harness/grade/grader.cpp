@@ -123,6 +123,9 @@ int export_case(const LabSpec& lab, const std::string& case_name, const Toolchai
   arguments.dataset = lab.dataset;
   arguments.seed = seed;
   arguments.export_dir = out_dir;
+  // A machine the lab cannot run on gets what the checks draw on the CPU (the runner's rule).
+  arguments.min_compute_capability = lab.min_compute_capability;
+  arguments.min_gpus = lab.min_gpus;
   arguments.test_suite = "correctness";
   arguments.subcases = {case_name};
   arguments.doctest = {"--no-intro=true"};
