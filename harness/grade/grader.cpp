@@ -141,8 +141,8 @@ int export_case(const LabSpec& lab, const std::string& case_name, const Toolchai
       return exit_status::ok;
     case exit_status::not_run:  // no GPU here: what the checks draw on the CPU
       print_lines_starting(outcome.output_tail, "wrote ");
-      std::cout << "(no CUDA GPU here: only the arrays the checks compute on the CPU; the same command on a GPU "
-                   "writes them all; open them with numpy.load)\n";
+      std::cout << "(lab " << lab.id << " cannot run here (no CUDA GPU, or too few): only the arrays its checks "
+                << "compute on the CPU; where it runs, the same command writes them all; open them with numpy.load)\n";
       return exit_status::not_run;
     default:
       std::cerr << outcome.output_tail << "\n";
