@@ -272,6 +272,20 @@ static void report_progress(const Case& c, const char* stage) {
   emit_result(protocol::ProgressRecord{c.kind, c.name, stage});
 }
 
+void for_each_correctness_case(const std::function<void(const Case&)>& check) {
+  for (const Case& c : dataset().correctness) {
+    SUBCASE(c.name.c_str()) { run_case(c, [&] { check(c); }); }
+  }
+}
+
+void for_each_timed_case(const std::function<void(const Case&)>& time) {
+  for (const Case& c : dataset().performance) {
+    SUBCASE(c.name.c_str()) {
+      if (timing_wanted(c)) time(c);
+    }
+  }
+}
+
 void run_case(const Case& c, const std::function<void()>& body) {
   if (state().export_without_gpu) {  // runs the case until its first CUDA call fails
     try {

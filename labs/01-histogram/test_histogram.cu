@@ -98,22 +98,17 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(histogram)> fn, const
 
 TEST_SUITE("correctness") {
   TEST_CASE("histogram matches a CPU count") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_histogram(c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_histogram(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("histogram throughput against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfBuffers buffers(c);
-        labkit::measure_performance(c, double(c.n),
-                                    perf_subject(labkit::student<decltype(histogram)>("histogram"), c, buffers),
-                                    perf_subject(labkit::reference<decltype(histogram)>("histogram"), c, buffers));
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      PerfBuffers buffers(c);
+      labkit::measure_performance(c, double(c.n),
+                                  perf_subject(labkit::student<decltype(histogram)>("histogram"), c, buffers),
+                                  perf_subject(labkit::reference<decltype(histogram)>("histogram"), c, buffers));
+    });
   }
 }

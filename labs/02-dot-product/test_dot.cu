@@ -243,24 +243,17 @@ bool is_argmax_case(const Case& c) { return c.has("exercise") && c.params.at("ex
 
 TEST_SUITE("correctness") {
   TEST_CASE("dot matches an exact CPU sum on every run; argmax matches std::max_element") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) {
-        labkit::run_case(c, [&] { is_argmax_case(c) ? check_argmax(c) : check_dot(c); });
-      }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { is_argmax_case(c) ? check_argmax(c) : check_dot(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("dot throughput against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfBuffers buffers(c);
-        const double bytes_read = 2.0 * sizeof(int32_t) * double(c.n);
-        labkit::measure_performance(c, bytes_read, perf_subject(labkit::student<decltype(dot)>("dot"), c, buffers),
-                                    perf_subject(labkit::reference<decltype(dot)>("dot"), c, buffers));
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      PerfBuffers buffers(c);
+      const double bytes_read = 2.0 * sizeof(int32_t) * double(c.n);
+      labkit::measure_performance(c, bytes_read, perf_subject(labkit::student<decltype(dot)>("dot"), c, buffers),
+                                  perf_subject(labkit::reference<decltype(dot)>("dot"), c, buffers));
+    });
   }
 }

@@ -129,23 +129,18 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(topk)> fn, const Case
 
 TEST_SUITE("correctness") {
   TEST_CASE("topk matches std::partial_sort") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_topk(c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_topk(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("topk time against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfBuffers buffers(c);
-        // The floor is one read of the input: n * 4 bytes.
-        labkit::measure_performance(c, double(c.n) * sizeof(int32_t),
-                                    perf_subject(labkit::student<decltype(topk)>("topk"), c, buffers),
-                                    perf_subject(labkit::reference<decltype(topk)>("topk"), c, buffers));
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      PerfBuffers buffers(c);
+      // The floor is one read of the input: n * 4 bytes.
+      labkit::measure_performance(c, double(c.n) * sizeof(int32_t),
+                                  perf_subject(labkit::student<decltype(topk)>("topk"), c, buffers),
+                                  perf_subject(labkit::reference<decltype(topk)>("topk"), c, buffers));
+    });
   }
 }

@@ -400,27 +400,22 @@ double bytes_moved(const Shape& s) {
 
 TEST_SUITE("correctness") {
   TEST_CASE("sgemm matches a double-precision dot product") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_sgemm(c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_sgemm(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("sgemm speed against the anchor of each rung") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        // Performance cases use beta = 0: C is poisoned before every sample.
-        const std::string anchor_name = c.has("anchor") ? c.params.at("anchor") : "cublas";
-        PerfBuffers buffers(c);
-        const Shape& s = buffers.shape;
-        std::printf("%s: %dx%dx%d (m x n x k), %.1f GFLOP, ratio = %s time / your time\n", c.name.c_str(), s.m,
-                    s.n, s.k, 2e-9 * s.m * s.n * s.k, anchor_name.c_str());
-        const labkit::Work work(bytes_moved(s), 2.0 * s.m * s.n * s.k);
-        labkit::measure_performance(c, work, perf_subject(labkit::student<decltype(sgemm)>("sgemm"), buffers),
-                                    perf_subject(sgemm_anchors::by_name(anchor_name), buffers));
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      // Performance cases use beta = 0: C is poisoned before every sample.
+      const std::string anchor_name = c.has("anchor") ? c.params.at("anchor") : "cublas";
+      PerfBuffers buffers(c);
+      const Shape& s = buffers.shape;
+      std::printf("%s: %dx%dx%d (m x n x k), %.1f GFLOP, ratio = %s time / your time\n", c.name.c_str(), s.m,
+                  s.n, s.k, 2e-9 * s.m * s.n * s.k, anchor_name.c_str());
+      const labkit::Work work(bytes_moved(s), 2.0 * s.m * s.n * s.k);
+      labkit::measure_performance(c, work, perf_subject(labkit::student<decltype(sgemm)>("sgemm"), buffers),
+                                  perf_subject(sgemm_anchors::by_name(anchor_name), buffers));
+    });
   }
 }

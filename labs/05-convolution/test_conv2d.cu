@@ -388,23 +388,18 @@ double bytes_moved(const Shape& s) { return 2.0 * sizeof(float) * double(s.pixel
 
 TEST_SUITE("correctness") {
   TEST_CASE("conv2d matches a double-precision CPU cross-correlation with zero padding") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_conv2d(c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_conv2d(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("conv2d throughput against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        const Shape s = shape_of(c);
-        PerfBuffers buffers(c, s);
-        labkit::measure_performance(c, bytes_moved(s),
-                                    perf_subject(labkit::student<decltype(conv2d)>("conv2d"), buffers),
-                                    perf_subject(labkit::reference<decltype(conv2d)>("conv2d"), buffers));
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      const Shape s = shape_of(c);
+      PerfBuffers buffers(c, s);
+      labkit::measure_performance(c, bytes_moved(s),
+                                  perf_subject(labkit::student<decltype(conv2d)>("conv2d"), buffers),
+                                  perf_subject(labkit::reference<decltype(conv2d)>("conv2d"), buffers));
+    });
   }
 }

@@ -267,23 +267,18 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(inclusive_scan)> fn, 
 
 TEST_SUITE("correctness") {
   TEST_CASE("inclusive_scan matches a CPU scan") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_scan(c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_scan(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("inclusive_scan throughput against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfBuffers buffers(c);
-        const double bytes_moved = 2.0 * sizeof(int32_t) * double(c.n);  // read n, write n
-        labkit::measure_performance(
-            c, bytes_moved, perf_subject(labkit::student<decltype(inclusive_scan)>("inclusive_scan"), c, buffers),
-            perf_subject(labkit::reference<decltype(inclusive_scan)>("inclusive_scan"), c, buffers));
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      PerfBuffers buffers(c);
+      const double bytes_moved = 2.0 * sizeof(int32_t) * double(c.n);  // read n, write n
+      labkit::measure_performance(
+          c, bytes_moved, perf_subject(labkit::student<decltype(inclusive_scan)>("inclusive_scan"), c, buffers),
+          perf_subject(labkit::reference<decltype(inclusive_scan)>("inclusive_scan"), c, buffers));
+    });
   }
 }

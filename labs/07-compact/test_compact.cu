@@ -506,19 +506,14 @@ void measure_case(const Case& c) {
 
 TEST_SUITE("correctness") {
   TEST_CASE("compact_positive and split_positive match CPU versions") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_case(c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_case(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("compact_positive and split_positive throughput against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        measure_case(c);
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      measure_case(c);
+    });
   }
 }

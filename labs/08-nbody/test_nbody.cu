@@ -706,26 +706,21 @@ constexpr double flops_per_interaction = 20;
 
 TEST_SUITE("correctness") {
   TEST_CASE("nbody_accel matches a double-precision CPU sum over all pairs") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_nbody(c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_nbody(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("nbody_accel speed against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its inputs
-        PerfBuffers buffers(c);
-        // The compute floor counts each pair once, as Newton's third law allows (the reference
-        // does so from 2^16 bodies on): an honest kernel cannot beat that count at FP32 peak.
-        const double pairs = double(c.n) * double(c.n - 1) / 2;
-        const labkit::Work work(bytes_moved(c), flops_per_interaction * pairs);
-        labkit::measure_performance(c, work,
-                                    perf_subject(labkit::student<decltype(nbody_accel)>("nbody_accel"), c, buffers),
-                                    perf_subject(labkit::reference<decltype(nbody_accel)>("nbody_accel"), c, buffers));
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      PerfBuffers buffers(c);
+      // The compute floor counts each pair once, as Newton's third law allows (the reference
+      // does so from 2^16 bodies on): an honest kernel cannot beat that count at FP32 peak.
+      const double pairs = double(c.n) * double(c.n - 1) / 2;
+      const labkit::Work work(bytes_moved(c), flops_per_interaction * pairs);
+      labkit::measure_performance(c, work,
+                                  perf_subject(labkit::student<decltype(nbody_accel)>("nbody_accel"), c, buffers),
+                                  perf_subject(labkit::reference<decltype(nbody_accel)>("nbody_accel"), c, buffers));
+    });
   }
 }

@@ -180,16 +180,12 @@ const SortLab radix_sort_lab{
 
 TEST_SUITE("correctness") {
   TEST_CASE("radix_sort matches a CPU sort") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_sort(radix_sort_lab, c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_sort(radix_sort_lab, c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("radix_sort throughput against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) { time_sort(radix_sort_lab, c); }
-    }
+    labkit::for_each_timed_case([](const Case& c) { time_sort(radix_sort_lab, c); });
   }
 }

@@ -177,16 +177,12 @@ const SortLab quicksort_lab{
 
 TEST_SUITE("correctness") {
   TEST_CASE("quicksort matches a CPU sort") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_sort(quicksort_lab, c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_sort(quicksort_lab, c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("quicksort throughput against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) { time_sort(quicksort_lab, c); }
-    }
+    labkit::for_each_timed_case([](const Case& c) { time_sort(quicksort_lab, c); });
   }
 }

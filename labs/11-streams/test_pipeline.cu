@@ -366,26 +366,21 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(merge_pipelined)> fn,
 
 TEST_SUITE("correctness") {
   TEST_CASE("merge_pipelined matches a one-thread-per-pixel kernel") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_merge(c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_merge(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("merge_pipelined time against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfState state(c);
-        // What crosses the host link: both images in, the merged image out.
-        const double bytes_moved = 3.0 * sizeof(uint32_t) * double(c.n);
-        const Phases phases = measure_phases(state, int(c.integer("repeats", 3)));
-        labkit::measure_performance(
-            c, bytes_moved, perf_subject(labkit::student<decltype(merge_pipelined)>("merge_pipelined"), state),
-            perf_subject(labkit::reference<decltype(merge_pipelined)>("merge_pipelined"), state), {},
-            overlap_required(c, phases));
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      PerfState state(c);
+      // What crosses the host link: both images in, the merged image out.
+      const double bytes_moved = 3.0 * sizeof(uint32_t) * double(c.n);
+      const Phases phases = measure_phases(state, int(c.integer("repeats", 3)));
+      labkit::measure_performance(
+          c, bytes_moved, perf_subject(labkit::student<decltype(merge_pipelined)>("merge_pipelined"), state),
+          perf_subject(labkit::reference<decltype(merge_pipelined)>("merge_pipelined"), state), {},
+          overlap_required(c, phases));
+    });
   }
 }

@@ -338,26 +338,21 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(gauss_solve)> fn, con
 
 TEST_SUITE("correctness") {
   TEST_CASE("gauss_solve solves diagonally dominant systems on 1 and 2 GPUs") {
-    for (const Case& c : labkit::dataset().correctness) {
-      SUBCASE(c.name.c_str()) { labkit::run_case(c, [&] { check_solve(c); }); }
-    }
+    labkit::for_each_correctness_case([](const Case& c) { check_solve(c); });
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("gauss_solve on 2 GPUs against the reference on 2 GPUs") {
-    for (const Case& c : labkit::dataset().performance) {
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        const labkit::DeviceScope on_gpu0(0);
-        PerfInputs inputs(c);
-        DeviceBuffer<float> x(c.n, 0);
-        // Bytes: A and b read once, x written once. The ratio is what is scored.
-        const double bytes = (double(c.n) * double(c.n) + 2.0 * double(c.n)) * sizeof(float);
-        labkit::measure_performance(
-            c, bytes, perf_subject(labkit::student<decltype(gauss_solve)>("gauss_solve"), c, inputs, x),
-            perf_subject(labkit::reference<decltype(gauss_solve)>("gauss_solve"), c, inputs, x));
-      }
-    }
+    labkit::for_each_timed_case([&](const Case& c) {
+      const labkit::DeviceScope on_gpu0(0);
+      PerfInputs inputs(c);
+      DeviceBuffer<float> x(c.n, 0);
+      // Bytes: A and b read once, x written once. The ratio is what is scored.
+      const double bytes = (double(c.n) * double(c.n) + 2.0 * double(c.n)) * sizeof(float);
+      labkit::measure_performance(
+          c, bytes, perf_subject(labkit::student<decltype(gauss_solve)>("gauss_solve"), c, inputs, x),
+          perf_subject(labkit::reference<decltype(gauss_solve)>("gauss_solve"), c, inputs, x));
+    });
   }
 }

@@ -113,6 +113,13 @@ void hold_gpu_alone();
 // performance case checks this before it makes its (large) inputs.
 bool timing_wanted(const Case& c);
 
+// The case loops every lab's checks share. Each case is a doctest subcase named after it (so
+// `grade export` and a re-run pick one by name); a correctness case runs through run_case,
+// whose verdict an exception or a crash becomes, and a performance case runs only when
+// timing_wanted, before it makes its inputs.
+void for_each_correctness_case(const std::function<void(const Case&)>& check);
+void for_each_timed_case(const std::function<void(const Case&)>& time);
+
 // One side of a performance comparison. `call.prepare(sample)` draws the sample's input and
 // poisons the output, `call.reveal` and `call.collect` bound the timed window
 // (labkit/fresh_input.h); `check_output` compares the collected output with what the drawn
