@@ -490,18 +490,23 @@ void load_state(const RunnerArguments& args) {
 
 // `grade export` where the lab cannot run: the arrays the checks draw on the CPU, no
 // submission process. Exits not_run (some of what was asked could not be done here) when
-// something was written, failed when nothing was.
+// something was written, skipped (this machine cannot run the checks) when nothing was.
 int export_inputs_only(RunnerArguments args, doctest::Context& context, const std::string& reason) {
+  namespace exit_status = labkit::protocol::exit_status;
   std::printf("%s: writing what the checks draw on the CPU; what needs the GPU is left out\n", reason.c_str());
   args.options.student.clear();
-  load_state(args);
+  try {
+    load_state(args);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "labkit runner: %s\n", error.what());
+    return exit_status::runner_fault;
+  }
   labkit::state().export_without_gpu = true;
   context.run();
   const std::vector<std::string>& exported = labkit::state().exported;
   for (const std::string& path : exported) std::printf("wrote %s\n", path.c_str());
   if (exported.empty()) std::printf("the case's checks draw nothing on the CPU before they need the GPU\n");
-  namespace exit_status = labkit::protocol::exit_status;
-  return exported.empty() ? exit_status::failed : exit_status::not_run;
+  return exported.empty() ? exit_status::skipped : exit_status::not_run;
 }
 
 }  // namespace
