@@ -377,20 +377,29 @@ std::string junit_xml(const std::vector<Report>& reports, const std::vector<LabS
   return out.str();
 }
 
-json gradescope_results(const Report& report, const std::vector<LabSpec>& labs) {
-  const auto asked = asked_labs(report, labs);
+// Calls visit(lab, case, score, maximum) for every case of the labs asked for, the points in
+// hundredths (case_maxima): what both platforms' per-test lists are made of.
+template <class Visit>
+void for_each_scored_case(const std::vector<const LabResult*>& asked, Visit visit) {
   const auto maxima = case_maxima(asked);
-  json tests = json::array();
   for (std::size_t l = 0; l < asked.size(); ++l)
     for (std::size_t i = 0; i < asked[l]->cases.size(); ++i) {
       const CaseResult& c = asked[l]->cases[i];
-      tests.push_back({{"name", test_name(*asked[l], c)},
-                       {"score", from_hundredths(case_score(c, maxima[l][i]))},
-                       {"max_score", from_hundredths(maxima[l][i])},
-                       {"status", c.passed() ? "passed" : "failed"},  // Gradescope knows no other
-                       {"output", case_output(c)},
-                       {"visibility", c.hidden ? "hidden" : "visible"}});
+      visit(*asked[l], c, case_score(c, maxima[l][i]), maxima[l][i]);
     }
+}
+
+json gradescope_results(const Report& report, const std::vector<LabSpec>& labs) {
+  const auto asked = asked_labs(report, labs);
+  json tests = json::array();
+  for_each_scored_case(asked, [&](const LabResult& lab, const CaseResult& c, long long score, long long max) {
+    tests.push_back({{"name", test_name(lab, c)},
+                     {"score", from_hundredths(score)},
+                     {"max_score", from_hundredths(max)},
+                     {"status", c.passed() ? "passed" : "failed"},  // Gradescope knows no other
+                     {"output", case_output(c)},
+                     {"visibility", c.hidden ? "hidden" : "visible"}});
+  });
   // The total is what the tests add up to, as Gradescope would add them: a student with full
   // marks gets the maximum exactly.
   long long score = 0;
@@ -403,18 +412,15 @@ json gradescope_results(const Report& report, const std::vector<LabSpec>& labs) 
 
 json prairielearn_results(const Report& report, const std::vector<LabSpec>& labs) {
   const auto asked = asked_labs(report, labs);
-  const auto maxima = case_maxima(asked);
   json tests = json::array();
-  for (std::size_t l = 0; l < asked.size(); ++l)
-    for (std::size_t i = 0; i < asked[l]->cases.size(); ++i) {
-      const CaseResult& c = asked[l]->cases[i];
-      tests.push_back({{"name", test_name(*asked[l], c)},
-                       {"description", asked[l]->title + ": a " + c.kind + " case" + (c.hidden ? " (hidden)" : "")},
-                       {"points", from_hundredths(case_score(c, maxima[l][i]))},
-                       {"max_points", from_hundredths(maxima[l][i])},
-                       {"message", c.passed() ? "passed" : c.ran() ? "failed" : "not run"},
-                       {"output", case_output(c)}});
-    }
+  for_each_scored_case(asked, [&](const LabResult& lab, const CaseResult& c, long long score, long long max) {
+    tests.push_back({{"name", test_name(lab, c)},
+                     {"description", lab.title + ": a " + c.kind + " case" + (c.hidden ? " (hidden)" : "")},
+                     {"points", from_hundredths(score)},
+                     {"max_points", from_hundredths(max)},
+                     {"message", c.passed() ? "passed" : c.ran() ? "failed" : "not run"},
+                     {"output", case_output(c)}});
+  });
   const bool gradable = std::any_of(asked.begin(), asked.end(), [](const LabResult* lab) { return scored_here(*lab); });
   const double points = total_points(asked), max = total_max_points(asked);
   json results = {{"gradable", gradable},
