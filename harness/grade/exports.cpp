@@ -44,12 +44,6 @@ std::string points_text(double points) {
   return out.str();
 }
 
-std::string format(const char* pattern, double a, double b = 0) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, a, b);
-  return text;
-}
-
 // XML 1.0 takes no control characters but tab and newline; the markup escapes are HTML's.
 std::string xml_escaped(const std::string& text) {
   std::string printable = text;

@@ -137,13 +137,16 @@ int batch_exit_status(const std::vector<Report>& reports) {
   return not_run ? exit_status::not_run : exit_status::ok;
 }
 
-namespace {
-
-std::string format(const char* pattern, double a, double b = 0, double c = 0, double d = 0) {
-  char buffer[256];
-  std::snprintf(buffer, sizeof buffer, pattern, a, b, c, d);
-  return buffer;
+std::string format(const char* pattern, double a, double b, double c, double d) {
+  const int length = std::snprintf(nullptr, 0, pattern, a, b, c, d);
+  if (length <= 0) return {};
+  std::string text(std::size_t(length) + 1, '\0');
+  std::snprintf(text.data(), text.size(), pattern, a, b, c, d);
+  text.pop_back();
+  return text;
 }
+
+namespace {
 
 }  // namespace
 

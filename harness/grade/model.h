@@ -129,6 +129,9 @@ std::string timing_line(const CaseResult& c);
 // be valid UTF-8: invalid bytes become U+FFFD rather than an exception that loses the batch.
 std::string json_text(const nlohmann::json& value, int indent = 2);
 
+// snprintf for up to four numbers, at any length: what every report writer formats with.
+std::string format(const char* pattern, double a, double b = 0, double c = 0, double d = 0);
+
 void add_totals(LabResult& lab);
 void add_totals(Report& report);
 

@@ -27,12 +27,6 @@ std::string html_escaped(const std::string& text) {
 
 namespace {
 
-std::string format(const char* pattern, double a, double b = 0) {
-  char buffer[128];
-  std::snprintf(buffer, sizeof buffer, pattern, a, b);
-  return buffer;
-}
-
 constexpr const char* style = R"(
 body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1f2328;
        background: #f6f8fa; margin: 0; }
