@@ -392,6 +392,12 @@ int grade_checkout(const CommandLine& line, const std::vector<grade::LabSpec>& c
   return grade::exit_status_of(report);
 }
 
+// Whether any option was given (CLI11's count_all also counts the app itself, as it is named).
+bool any_option_given(const CLI::App& app) {
+  const auto options = app.get_options();
+  return std::any_of(options.begin(), options.end(), [](const CLI::Option* option) { return option->count() > 0; });
+}
+
 int run(const CLI::App& app, const CommandLine& line) {
   const grade::Toolchain toolchain = grade::configured_toolchain();
   const std::vector<grade::LabSpec> catalog = grade::load_catalog(toolchain.source_root);
@@ -399,7 +405,7 @@ int run(const CLI::App& app, const CommandLine& line) {
     std::cerr << "grade: run `./grade selftest` from the kit's folder: the launcher runs the tests with Meson\n";
     return exit_usage;
   }
-  if (!line.list && app.get_subcommands().empty() && app.count_all() > 0) {
+  if (!line.list && app.get_subcommands().empty() && any_option_given(app)) {
     std::cerr << "grade: say what to grade: `./grade all ...` or `./grade lab 01 ...` (options alone grade "
                  "nothing); see ./grade --help\n";
     return exit_usage;

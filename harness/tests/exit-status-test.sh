@@ -46,5 +46,13 @@ expect_usage "./grade selftest" selftest
 expect_usage "/nonexistent" all --submissions "$scratch/class" --roster /nonexistent
 expect_usage "has no \`folder\` column" all --submissions "$scratch/class" --roster "$scratch/roster-without-folders.csv"
 
+# With nothing to do, `grade` lists the labs and exits 0.
+if output="$("$grade" 2>&1)" && [[ "$output" == *"Grade one with"* ]]; then
+  echo "ok   grade: exit 0: lists the labs"
+else
+  echo "FAIL grade with no arguments: exit $?, expected 0 and the list of labs: $output"
+  failures=$((failures + 1))
+fi
+
 [[ $failures -eq 0 ]] || { echo "$failures case(s) failed"; exit 1; }
 echo "every bad input exits 2 and names itself"
