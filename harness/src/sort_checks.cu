@@ -10,10 +10,6 @@ namespace labkit::sort_checks {
 
 namespace {
 
-using SortFunction = void(std::uint32_t* d_keys, std::size_t n, void* d_temp, std::size_t temp_bytes,
-                          cudaStream_t stream);
-using TempBytesFunction = std::size_t(std::size_t n);
-
 constexpr std::size_t guard_words = 64;        // poisoned words after d_keys[n): a write there is caught
 constexpr std::size_t temp_guard_bytes = 256;  // poisoned bytes after the temporary storage
 
@@ -207,9 +203,17 @@ void time_sort(const SortLab& lab, const Case& c) {
   if (student_bytes > max_temp_bytes(c.n)) throw std::runtime_error(too_much_temp(lab, c.n, student_bytes));
   PerfTemp student_temp{student_bytes, DeviceBuffer<std::uint8_t>(student_bytes)};
   PerfTemp reference_side_temp = reference_temp(lab, c.n);
+  LibraryAnchor library;
+  PerfTemp library_temp;
+  if (lab.library.sort != nullptr) {
+    library_temp.bytes = lab.library.temp_bytes(c.n);
+    library_temp.buffer = DeviceBuffer<std::uint8_t>(library_temp.bytes);
+    library = {lab.library.name, perf_subject(lab.library.sort, c, buffers, library_temp)};
+  }
   measure_performance(c, lab.bytes_moved_per_key * double(c.n),
                       perf_subject(student<SortFunction>(lab.sort.c_str()), c, buffers, student_temp),
-                      perf_subject(reference<SortFunction>(lab.sort.c_str()), c, buffers, reference_side_temp));
+                      perf_subject(reference<SortFunction>(lab.sort.c_str()), c, buffers, reference_side_temp),
+                      library);
 }
 
 }  // namespace labkit::sort_checks

@@ -2,6 +2,7 @@
 // library anchor), the chapter's two kernels and a read-only kernel (the ceiling for any
 // kernel that reads every byte, timed the same way), with GB/s and % of the device's measured
 // read bandwidth (taken at 1 GiB). Not a test: it prints numbers for people to read.
+#include "cub_histogram.cuh"
 #include "histogram.h"
 
 #include <labkit/bench.h>
@@ -9,8 +10,6 @@
 #include <labkit/device.h>
 #include <labkit/generators.h>
 #include <labkit/timing.h>
-
-#include <cub/device/device_histogram.cuh>
 
 #include <cstdio>
 #include <functional>
@@ -65,17 +64,12 @@ struct Variant {
   bool counts = true;  // false: a yardstick whose bins are not a histogram
 };
 
-std::vector<Variant> variants(DeviceBuffer<uint8_t>& cub_scratch) {
+std::vector<Variant> variants(CubHistogram& cub) {
   const int chapter_blocks = 2 * labkit::current_device().sm_count;
   const int read_blocks = labkit::current_device().sm_count;
   return {
       {"reference solution", histogram},
-      {"cub::HistogramEven",
-       [&cub_scratch](const uint8_t* in, size_t n, uint32_t* bins, cudaStream_t stream) {
-         size_t bytes = cub_scratch.size();
-         cub::DeviceHistogram::HistogramEven(cub_scratch.data(), bytes, in, reinterpret_cast<int*>(bins),
-                                             bin_count + 1, 0, bin_count, int64_t(n), stream);
-       }},
+      {"cub::HistogramEven", std::ref(cub)},
       {"chapter: shared memory",
        [chapter_blocks](const uint8_t* in, size_t n, uint32_t* bins, cudaStream_t stream) {
          cudaMemsetAsync(bins, 0, bin_count * sizeof(uint32_t), stream);
@@ -97,22 +91,15 @@ std::vector<Variant> variants(DeviceBuffer<uint8_t>& cub_scratch) {
   };
 }
 
-size_t cub_scratch_bytes(size_t n) {
-  size_t bytes = 0;
-  cub::DeviceHistogram::HistogramEven(nullptr, bytes, static_cast<const uint8_t*>(nullptr), static_cast<int*>(nullptr),
-                                      bin_count + 1, 0, bin_count, int64_t(n));
-  return bytes;
-}
-
 void bench_case(const char* label, size_t n, labkit::Distribution distribution, double peak_gbps) {
   const auto host = labkit::generate<uint8_t>(n, {distribution, 42, 0, 255});
   std::vector<uint32_t> expected(bin_count, 0);
   for (uint8_t b : host) ++expected[b];
   DeviceBuffer<uint8_t> input(host);
   DeviceBuffer<uint32_t> bins(bin_count);
-  DeviceBuffer<uint8_t> cub_scratch(cub_scratch_bytes(n));
+  CubHistogram cub(n);
 
-  for (const Variant& v : variants(cub_scratch)) {
+  for (const Variant& v : variants(cub)) {
     const labkit::TimingStats t = labkit::time_call(
         {[&](cudaStream_t stream) { v.run(input.data(), n, bins.data(), stream); },
          [&](int) { bins.poison(); }});

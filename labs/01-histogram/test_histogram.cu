@@ -1,5 +1,6 @@
 // Lab 01 checks: the student's histogram against a CPU count on every dataset case, then
 // its speed against the reference solution's on the performance cases.
+#include "cub_histogram.cuh"
 #include "histogram.h"
 
 #include <labkit/lab.h>
@@ -79,10 +80,11 @@ void check_histogram(const Case& c) {
 // A timed call's buffers: an input drawn afresh in the case's distribution for every call
 // (labkit/fresh_input.h), the bins it writes, and the reference's bins for the same input.
 struct PerfBuffers {
-  explicit PerfBuffers(const Case& c) : input(c.n, c.input), bins(bin_count), expected(bin_count) {}
+  explicit PerfBuffers(const Case& c) : input(c.n, c.input), bins(bin_count), expected(bin_count), cub(c.n) {}
   labkit::FreshInput<uint8_t> input;
   labkit::TimedOutput<uint32_t> bins;
   DeviceBuffer<uint32_t> expected;
+  CubHistogram cub;
 };
 
 labkit::PerfSubject perf_subject(labkit::Function<decltype(histogram)> fn, const Case& c, PerfBuffers& b) {
@@ -108,7 +110,8 @@ TEST_SUITE("performance") {
       PerfBuffers buffers(c);
       labkit::measure_performance(c, double(c.n),
                                   perf_subject(labkit::student<decltype(histogram)>("histogram"), c, buffers),
-                                  perf_subject(labkit::reference<decltype(histogram)>("histogram"), c, buffers));
+                                  perf_subject(labkit::reference<decltype(histogram)>("histogram"), c, buffers),
+                                  {"cub::DeviceHistogram::HistogramEven", perf_subject(std::ref(buffers.cub), c, buffers)});
     });
   }
 }

@@ -1,6 +1,7 @@
 // Lab 02 checks: the student's dot product against an exact CPU sum, each case run several
 // times (a race shows up as answers that change between runs); the arg-max exercise against
 // std::max_element; then the dot product's speed against the reference solution's.
+#include "cub_dot.cuh"
 #include "dot.h"
 
 #include <labkit/lab.h>
@@ -218,10 +219,11 @@ void check_argmax(const Case& c) {
 // A timed call's buffers: two vectors drawn afresh in the case's distribution for every call
 // (labkit/fresh_input.h), the result it writes, and the reference's result for the same input.
 struct PerfBuffers {
-  explicit PerfBuffers(const Case& c) : a(c.n, c.input), b(c.n, c.input), result(1), expected(1) {}
+  explicit PerfBuffers(const Case& c) : a(c.n, c.input), b(c.n, c.input), result(1), expected(1), cub(c.n) {}
   labkit::FreshInput<int32_t> a, b;
   labkit::TimedOutput<int64_t> result;
   DeviceBuffer<int64_t> expected;
+  CubDot cub;
 };
 
 labkit::PerfSubject perf_subject(labkit::Function<decltype(dot)> fn, const Case& c, PerfBuffers& in) {
@@ -253,7 +255,8 @@ TEST_SUITE("performance") {
       PerfBuffers buffers(c);
       const double bytes_read = 2.0 * sizeof(int32_t) * double(c.n);
       labkit::measure_performance(c, bytes_read, perf_subject(labkit::student<decltype(dot)>("dot"), c, buffers),
-                                  perf_subject(labkit::reference<decltype(dot)>("dot"), c, buffers));
+                                  perf_subject(labkit::reference<decltype(dot)>("dot"), c, buffers),
+                                  {"cub::DeviceReduce::TransformReduce", perf_subject(std::ref(buffers.cub), c, buffers)});
     });
   }
 }

@@ -2,6 +2,7 @@
 // (the library anchor: the obvious way to get the top k) and the chapter's kernel at k = 10,
 // with GB/s (n * 4 bytes over the time) and % of the device's measured read bandwidth.
 // Not a test: it prints numbers for people to read.
+#include "cub_sort_topk.cuh"
 #include "topk.h"
 
 #include <labkit/bench.h>
@@ -10,7 +11,6 @@
 #include <labkit/generators.h>
 #include <labkit/timing.h>
 
-#include <cub/device/device_radix_sort.cuh>
 #include <cub/version.cuh>
 
 #include <algorithm>
@@ -71,20 +71,13 @@ struct Variant {
   TopkFn run;  // writes the top k to out[0..k) (the sort writes all n)
 };
 
-size_t cub_sort_bytes(size_t n) {
-  size_t bytes = 0;
-  cub::DeviceRadixSort::SortKeysDescending(nullptr, bytes, static_cast<const int32_t*>(nullptr),
-                                           static_cast<int32_t*>(nullptr), int64_t(n));
-  return bytes;
-}
-
 // Scratch for the anchors, allocated once per size outside the timed region.
 struct Scratch {
   explicit Scratch(size_t n)
-      : sort_temp(cub_sort_bytes(n)),
+      : cub(n),
         chapter_blocks((n + chapter_block_size - 1) / chapter_block_size),
         chapter_results(chapter_blocks * chapter_k) {}
-  DeviceBuffer<uint8_t> sort_temp;
+  CubSortTopK cub;
   size_t chapter_blocks;
   DeviceBuffer<int32_t> chapter_results;
 };
@@ -92,11 +85,7 @@ struct Scratch {
 std::vector<Variant> variants(int k, Scratch& scratch) {
   std::vector<Variant> list = {
       {"reference solution", topk},
-      {"cub::DeviceRadixSort (all n)",
-       [&scratch](const int32_t* in, size_t n, int, int32_t* out, cudaStream_t stream) {
-         size_t bytes = scratch.sort_temp.size();
-         cub::DeviceRadixSort::SortKeysDescending(scratch.sort_temp.data(), bytes, in, out, int64_t(n), 0, 32, stream);
-       }},
+      {"cub::DeviceRadixSort (full sort)", std::ref(scratch.cub)},
   };
   if (k == chapter_k)
     list.push_back({"chapter kernel (k = 10)", [&scratch](const int32_t* in, size_t n, int, int32_t* out,
@@ -115,7 +104,7 @@ void bench_case(size_t n, int k, double peak_gbps) {
   std::nth_element(host.begin(), host.begin() + (k - 1), host.end(), std::greater<int32_t>());
   std::sort(host.begin(), host.begin() + k, std::greater<int32_t>());
   const std::vector<int32_t> expected(host.begin(), host.begin() + k);
-  DeviceBuffer<int32_t> out(n);
+  DeviceBuffer<int32_t> out{size_t(k)};
   Scratch scratch(n);
 
   char label[64];

@@ -1,5 +1,6 @@
 // Lab 03 checks: the student's topk against std::nth_element + std::sort on every dataset
 // case, then its speed against the reference solution's on the performance cases.
+#include "cub_sort_topk.cuh"
 #include "topk.h"
 
 #include <labkit/lab.h>
@@ -109,11 +110,13 @@ void check_topk(const Case& c) {
 // A timed call's buffers: an input drawn afresh in the case's distribution for every call
 // (labkit/fresh_input.h), the k values it writes, and the reference's for the same input.
 struct PerfBuffers {
-  explicit PerfBuffers(const Case& c) : k(case_k(c)), input(c.n, c.input), out(size_t(k)), expected(size_t(k)) {}
+  explicit PerfBuffers(const Case& c)
+      : k(case_k(c)), input(c.n, c.input), out(size_t(k)), expected(size_t(k)), cub(c.n) {}
   int k;
   labkit::FreshInput<int32_t> input;
   labkit::TimedOutput<int32_t> out;
   DeviceBuffer<int32_t> expected;
+  CubSortTopK cub;
 };
 
 labkit::PerfSubject perf_subject(labkit::Function<decltype(topk)> fn, const Case& c, PerfBuffers& b) {
@@ -140,7 +143,8 @@ TEST_SUITE("performance") {
       // The floor is one read of the input: n * 4 bytes.
       labkit::measure_performance(c, double(c.n) * sizeof(int32_t),
                                   perf_subject(labkit::student<decltype(topk)>("topk"), c, buffers),
-                                  perf_subject(labkit::reference<decltype(topk)>("topk"), c, buffers));
+                                  perf_subject(labkit::reference<decltype(topk)>("topk"), c, buffers),
+                                  {"cub::DeviceRadixSort (full sort)", perf_subject(std::ref(buffers.cub), c, buffers)});
     });
   }
 }

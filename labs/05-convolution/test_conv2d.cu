@@ -380,6 +380,16 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(conv2d)> fn, PerfBuff
           [&b] { return check_performance_output(b.shape, b.expected(), b.out.collected()); }};
 }
 
+// The yardstick the reports show beside the reference: a device-to-device copy of the image
+// into the output (no library filters an image here), which moves the bytes a filter must.
+labkit::LibraryAnchor image_copy(PerfBuffers& b) {
+  const auto copy = [&b](cudaStream_t stream) {
+    CUDA_CHECK(cudaMemcpyAsync(b.out.data(), b.image.data(), b.shape.pixels() * sizeof(float),
+                               cudaMemcpyDeviceToDevice, stream));
+  };
+  return {"cudaMemcpy of the image (device to device)", {labkit::timed_call(copy, {&b.image}, {&b.out}), {}}};
+}
+
 // A 2-D filter reads each input pixel and writes each output pixel once (the halo's second
 // reads come from cache), plus the filter.
 double bytes_moved(const Shape& s) { return 2.0 * sizeof(float) * double(s.pixels()) + sizeof(float) * double(s.taps()); }
@@ -399,7 +409,8 @@ TEST_SUITE("performance") {
       PerfBuffers buffers(c, s);
       labkit::measure_performance(c, bytes_moved(s),
                                   perf_subject(labkit::student<decltype(conv2d)>("conv2d"), buffers),
-                                  perf_subject(labkit::reference<decltype(conv2d)>("conv2d"), buffers));
+                                  perf_subject(labkit::reference<decltype(conv2d)>("conv2d"), buffers),
+                                  image_copy(buffers));
     });
   }
 }

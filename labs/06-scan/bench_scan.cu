@@ -2,6 +2,7 @@
 // anchor) and the chapter's kernels, with GB/s (2 x 4 bytes per element: one read, one
 // write) and % of the device's measured read bandwidth. Not a test: it prints numbers for
 // people to read.
+#include "cub_scan.cuh"
 #include "scan.h"
 
 #include <labkit/bench.h>
@@ -10,7 +11,6 @@
 #include <labkit/generators.h>
 #include <labkit/timing.h>
 
-#include <cub/device/device_scan.cuh>
 
 #include <cstdio>
 #include <functional>
@@ -94,16 +94,15 @@ struct Variant {
   std::function<void(const u32*, size_t, u32*, cudaStream_t)> run;
 };
 
-std::vector<Variant> variants(DeviceBuffer<uint8_t>& cub_scratch, DeviceBuffer<u32>& chapter_scratch) {
+std::vector<Variant> variants(CubInclusiveSum& cub, DeviceBuffer<u32>& chapter_scratch) {
   return {
       {"reference solution",
        [](const u32* in, size_t n, u32* out, cudaStream_t stream) {
          inclusive_scan(reinterpret_cast<const int32_t*>(in), n, reinterpret_cast<int32_t*>(out), stream);
        }},
       {"cub::InclusiveSum",
-       [&cub_scratch](const u32* in, size_t n, u32* out, cudaStream_t stream) {
-         size_t bytes = cub_scratch.size();
-         cub::DeviceScan::InclusiveSum(cub_scratch.data(), bytes, in, out, int64_t(n), stream);
+       [&cub](const u32* in, size_t n, u32* out, cudaStream_t stream) {
+         cub(reinterpret_cast<const int32_t*>(in), n, reinterpret_cast<int32_t*>(out), stream);
        }},
       {"chapter: global scan+pad",
        [&chapter_scratch](const u32* in, size_t n, u32* out, cudaStream_t stream) {
@@ -122,13 +121,6 @@ std::vector<Variant> variants(DeviceBuffer<uint8_t>& cub_scratch, DeviceBuffer<u
   };
 }
 
-size_t cub_scratch_bytes(size_t n) {
-  size_t bytes = 0;
-  cub::DeviceScan::InclusiveSum(nullptr, bytes, static_cast<const u32*>(nullptr), static_cast<u32*>(nullptr),
-                                int64_t(n));
-  return bytes;
-}
-
 void bench_case(const char* label, size_t n, double peak_gbps) {
   const labkit::InputSpec spec{labkit::Distribution::uniform, 42, -2147483648.0, 2147483647.0};
   const std::vector<int32_t> values = labkit::generate<int32_t>(n, spec);
@@ -139,10 +131,10 @@ void bench_case(const char* label, size_t n, double peak_gbps) {
 
   DeviceBuffer<u32> input(host);
   DeviceBuffer<u32> output(n);
-  DeviceBuffer<uint8_t> cub_scratch(cub_scratch_bytes(n));
+  CubInclusiveSum cub(n);
   DeviceBuffer<u32> chapter_scratch(chapter_scratch_words(n));
 
-  for (const Variant& v : variants(cub_scratch, chapter_scratch)) {
+  for (const Variant& v : variants(cub, chapter_scratch)) {
     const labkit::TimingStats t = labkit::time_call(
         {[&](cudaStream_t stream) { v.run(input.data(), n, output.data(), stream); },
          [&](int) { output.poison(); }});

@@ -1,6 +1,7 @@
 // Lab 06 checks: the student's inclusive scan against a CPU scan on every dataset case
 // (every element exact, nothing written outside d_out[0..n)), then its speed against the
 // reference solution's on the performance cases.
+#include "cub_scan.cuh"
 #include "scan.h"
 
 #include <labkit/lab.h>
@@ -247,10 +248,11 @@ void draw_input(const Case& c, int32_t* out, uint64_t seed, cudaStream_t stream)
 struct PerfBuffers {
   explicit PerfBuffers(const Case& c)
       : input(c.n, [&c](int32_t* out, uint64_t seed, cudaStream_t stream) { draw_input(c, out, seed, stream); }),
-        out(c.n), expected(c.n) {}
+        out(c.n), expected(c.n), cub(c.n) {}
   labkit::FreshInput<int32_t> input;
   labkit::TimedOutput<int32_t> out;
   DeviceBuffer<int32_t> expected;
+  CubInclusiveSum cub;
 };
 
 labkit::PerfSubject perf_subject(labkit::Function<decltype(inclusive_scan)> fn, const Case& c, PerfBuffers& b) {
@@ -278,7 +280,8 @@ TEST_SUITE("performance") {
       const double bytes_moved = 2.0 * sizeof(int32_t) * double(c.n);  // read n, write n
       labkit::measure_performance(
           c, bytes_moved, perf_subject(labkit::student<decltype(inclusive_scan)>("inclusive_scan"), c, buffers),
-          perf_subject(labkit::reference<decltype(inclusive_scan)>("inclusive_scan"), c, buffers));
+          perf_subject(labkit::reference<decltype(inclusive_scan)>("inclusive_scan"), c, buffers),
+          {"cub::DeviceScan::InclusiveSum", perf_subject(std::ref(buffers.cub), c, buffers)});
     });
   }
 }

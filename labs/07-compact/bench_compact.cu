@@ -10,15 +10,13 @@
 // fail safely, instead of an illegal address that would end the benchmark), and its rows are
 // marked WRONG OUTPUT where the first n elements differ.
 #include "compact.h"
+#include "cub_compact.cuh"
 
 #include <labkit/bench.h>
 #include <labkit/buffer.h>
 #include <labkit/device.h>
 #include <labkit/generators.h>
 #include <labkit/timing.h>
-
-#include <cub/device/device_partition.cuh>
-#include <cub/device/device_select.cuh>
 
 #include <algorithm>
 #include <cstdio>
@@ -29,10 +27,6 @@
 namespace {
 
 using labkit::DeviceBuffer;
-
-struct IsPositive {
-  __host__ __device__ bool operator()(float x) const { return x > 0.f; }
-};
 
 // ---- the chapter's pipeline, as in the starter: float flags, float global scan ---------
 
@@ -125,17 +119,6 @@ void chapter_pipeline(const float* in, size_t n, float* out, size_t* count, floa
     chapter_split_kernel<<<grid_256(n), 256, 0, stream>>>(in, n, scratch, out);
 }
 
-// cub::DevicePartition::If puts the rejected elements at the end in reverse order; swapping
-// them back makes a stable split: CUB's fastest way to the contract's output.
-__global__ void reverse_tail_kernel(float* out, size_t n, const size_t* kept_count) {
-  const size_t tail = n - *kept_count;
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < tail / 2; i += size_t(gridDim.x) * blockDim.x) {
-    const float front = out[*kept_count + i];
-    out[*kept_count + i] = out[n - 1 - i];
-    out[n - 1 - i] = front;
-  }
-}
-
 // ---- the table --------------------------------------------------------------------------
 
 struct Variant {
@@ -150,16 +133,6 @@ Bits bits_of(const std::vector<float>& v) {
   Bits b(v.size());
   std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
   return b;
-}
-
-size_t cub_scratch_bytes(size_t n) {
-  size_t select_bytes = 0, partition_bytes = 0;
-  const float* in = nullptr;
-  float* out = nullptr;
-  size_t* count = nullptr;
-  cub::DeviceSelect::If(nullptr, select_bytes, in, out, count, int64_t(n), IsPositive{});
-  cub::DevicePartition::If(nullptr, partition_bytes, in, out, count, int64_t(n), IsPositive{});
-  return std::max(select_bytes, partition_bytes);
 }
 
 void print_row(const char* label, const char* name, const labkit::TimingStats& t, double bytes, double peak_gbps,
@@ -187,7 +160,8 @@ void bench_case(const char* label, size_t n, bool split, double peak_gbps) {
   DeviceBuffer<float> input(host);
   DeviceBuffer<float> output(n);
   DeviceBuffer<size_t> count(1);
-  DeviceBuffer<uint8_t> cub_scratch(cub_scratch_bytes(n));
+  cub_compact::Select cub_select(n);
+  cub_compact::StableSplit cub_split(n);
   DeviceBuffer<float> chapter_scratch(chapter_scratch_floats(n));
   DeviceBuffer<float> guarded_output(n + chapter_guard_elements(n));
 
@@ -197,16 +171,11 @@ void bench_case(const char* label, size_t n, bool split, double peak_gbps) {
         {"reference split_positive",
          [](const float* in, size_t n, float* out, size_t*, cudaStream_t s) { split_positive(in, n, out, s); }},
         {"cub::DevicePartition::If",
-         [&cub_scratch](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) {
-           size_t bytes = cub_scratch.size();
-           cub::DevicePartition::If(cub_scratch.data(), bytes, in, out, c, int64_t(n), IsPositive{}, s);
+         [&cub_split](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) {
+           cub_split.partition(in, n, out, c, s);
          }},
         {"cub Partition::If + reverse",
-         [&cub_scratch](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) {
-           size_t bytes = cub_scratch.size();
-           cub::DevicePartition::If(cub_scratch.data(), bytes, in, out, c, int64_t(n), IsPositive{}, s);
-           reverse_tail_kernel<<<grid_256(n / 2), 256, 0, s>>>(out, n, c);
-         }},
+         [&cub_split](const float* in, size_t n, float* out, size_t*, cudaStream_t s) { cub_split(in, n, out, s); }},
         {"chapter: float pipeline",
          [&chapter_scratch](const float* in, size_t n, float* out, size_t*, cudaStream_t s) {
            chapter_pipeline(in, n, out, nullptr, chapter_scratch.data(), s);
@@ -217,11 +186,7 @@ void bench_case(const char* label, size_t n, bool split, double peak_gbps) {
     variants = {
         {"reference compact_positive",
          [](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) { compact_positive(in, n, out, c, s); }},
-        {"cub::DeviceSelect::If",
-         [&cub_scratch](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) {
-           size_t bytes = cub_scratch.size();
-           cub::DeviceSelect::If(cub_scratch.data(), bytes, in, out, c, int64_t(n), IsPositive{}, s);
-         }},
+        {"cub::DeviceSelect::If", std::ref(cub_select)},
         {"chapter: float pipeline",
          [&chapter_scratch](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) {
            chapter_pipeline(in, n, out, c, chapter_scratch.data(), s);

@@ -3,6 +3,7 @@
 // allows), then their speed against the reference solution's on the performance cases.
 // Cases with `exercise: split` check split_positive; all others check compact_positive.
 #include "compact.h"
+#include "cub_compact.cuh"
 
 #include <labkit/lab.h>
 
@@ -433,12 +434,14 @@ void draw_input(const Case& c, float* out, uint64_t seed, cudaStream_t stream) {
 struct PerfBuffers {
   explicit PerfBuffers(const Case& c)
       : input(c.n, [&c](float* out, uint64_t seed, cudaStream_t stream) { draw_input(c, out, seed, stream); }),
-        out(c.n), count(1), expected(c.n), expected_count(1) {}
+        out(c.n), count(1), expected(c.n), expected_count(1), cub_select(c.n), cub_split(c.n) {}
   labkit::FreshInput<float> input;
   labkit::TimedOutput<float> out;
   labkit::TimedOutput<size_t> count;
   DeviceBuffer<float> expected;
   DeviceBuffer<size_t> expected_count;
+  cub_compact::Select cub_select;
+  cub_compact::StableSplit cub_split;
 };
 
 // d_values[0..count) as bits: only the compacted part is compared.
@@ -492,14 +495,16 @@ void measure_case(const Case& c) {
     const double bytes_moved = 2.0 * sizeof(float) * double(c.n);  // read n, write n
     labkit::measure_performance(
         c, bytes_moved, split_subject(labkit::student<decltype(split_positive)>("split_positive"), c, buffers),
-        split_subject(labkit::reference<decltype(split_positive)>("split_positive"), c, buffers));
+        split_subject(labkit::reference<decltype(split_positive)>("split_positive"), c, buffers),
+        {"cub::DevicePartition::If (+ tail reversed)", split_subject(std::ref(buffers.cub_split), c, buffers)});
     return;
   }
   // Read n, write what the case's own input keeps.
   const double bytes_moved = sizeof(float) * (double(c.n) + double(kept_by_case_input(c, buffers)));
   labkit::measure_performance(
       c, bytes_moved, compact_subject(labkit::student<decltype(compact_positive)>("compact_positive"), c, buffers),
-      compact_subject(labkit::reference<decltype(compact_positive)>("compact_positive"), c, buffers));
+      compact_subject(labkit::reference<decltype(compact_positive)>("compact_positive"), c, buffers),
+      {"cub::DeviceSelect::If", compact_subject(std::ref(buffers.cub_select), c, buffers)});
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // exact, nothing written past d_keys + n or past the temporary storage it asked for), then
 // its speed against the reference solution's on the performance cases. The checks shared
 // with lab 10 are in labkit/sort_checks.h; what is here is this lab's inputs and diagnoses.
+#include "cub_radix_sort.cuh"
 #include "sort.h"
 
 #include <labkit/lab.h>
@@ -174,6 +175,7 @@ const SortLab radix_sort_lab{
     {},
     // An LSD sort with 8-bit digits reads and writes every key once per pass, four passes.
     4.0 * 2.0 * sizeof(uint32_t),
+    {"cub::DeviceRadixSort::SortKeys", cub_radix_sort::temp_bytes, cub_radix_sort::sort},
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 // keys at the first level, and segments that reach MAX_DEPTH still hold ~10^5 keys, which one
 // thread selection-sorts: it does not finish in minutes. Its ratio at 2^24 is therefore at
 // least (its 2^20 time x 16) / (the reference's 2^24 time): the lower bound printed below.
+#include "cub_merge_sort.cuh"
 #include "quicksort.h"
 
 #include <labkit/bench.h>
@@ -17,7 +18,6 @@
 #include <labkit/generators.h>
 #include <labkit/timing.h>
 
-#include <cub/device/device_merge_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
@@ -76,16 +76,6 @@ __global__ void chapter_quicksort_kernel(u32* data, int left, int right, int dep
 
 // ---- the library anchors ----------------------------------------------------------------
 
-struct Less {
-  __device__ bool operator()(u32 a, u32 b) const { return a < b; }
-};
-
-size_t merge_sort_temp_bytes(size_t n) {
-  size_t bytes = 0;
-  cub::DeviceMergeSort::SortKeys(nullptr, bytes, static_cast<u32*>(nullptr), int64_t(n), Less{});
-  return bytes;
-}
-
 size_t radix_sort_temp_bytes(size_t n) {
   size_t bytes = 0;
   cub::DeviceRadixSort::SortKeys(nullptr, bytes, static_cast<const u32*>(nullptr), static_cast<u32*>(nullptr), int(n));
@@ -110,16 +100,13 @@ double bench_case(const char* label, size_t n, const labkit::InputSpec& spec, bo
   DeviceBuffer<u32> keys(n);     // sorted in place (reference, merge sort, chapter)
   DeviceBuffer<u32> radix_out(n);  // CUB's radix sort writes out of place, from `keys`
   DeviceBuffer<uint8_t> temp(quicksort_temp_bytes(n));
-  DeviceBuffer<uint8_t> merge_temp(merge_sort_temp_bytes(n));
+  DeviceBuffer<uint8_t> merge_temp(cub_merge_sort::temp_bytes(n));
   DeviceBuffer<uint8_t> radix_temp(radix_sort_temp_bytes(n));
 
   std::vector<Variant> variants = {
       {"reference solution", [&](cudaStream_t s) { quicksort(keys.data(), n, temp.data(), temp.size(), s); }, &keys},
       {"cub::DeviceMergeSort",
-       [&](cudaStream_t s) {
-         size_t bytes = merge_temp.size();
-         cub::DeviceMergeSort::SortKeys(merge_temp.data(), bytes, keys.data(), int64_t(n), Less{}, s);
-       },
+       [&](cudaStream_t s) { cub_merge_sort::sort(keys.data(), n, merge_temp.data(), merge_temp.size(), s); },
        &keys},
       {"cub::DeviceRadixSort",
        [&](cudaStream_t s) {

@@ -4,6 +4,7 @@
 // return within the harness's per-call limit is the chapter kernel's typical failure: the
 // hint then names what made it slow on this case's input. The checks shared with lab 09 are
 // in labkit/sort_checks.h; what is here is this lab's inputs and diagnoses.
+#include "cub_merge_sort.cuh"
 #include "quicksort.h"
 
 #include <labkit/lab.h>
@@ -171,6 +172,7 @@ const SortLab quicksort_lab{
     // A sort must read and write every key at least once: 8 bytes per key is the floor (GB/s
     // here is a lower bound on what moved, not a roofline).
     2.0 * sizeof(uint32_t),
+    {"cub::DeviceMergeSort::SortKeys", cub_merge_sort::temp_bytes, cub_merge_sort::sort},
 };
 
 }  // namespace

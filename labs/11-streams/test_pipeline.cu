@@ -379,8 +379,8 @@ TEST_SUITE("performance") {
       const Phases phases = measure_phases(state, int(c.integer("repeats", 3)));
       labkit::measure_performance(
           c, bytes_moved, perf_subject(labkit::student<decltype(merge_pipelined)>("merge_pipelined"), state),
-          perf_subject(labkit::reference<decltype(merge_pipelined)>("merge_pipelined"), state), {},
-          overlap_required(c, phases));
+          perf_subject(labkit::reference<decltype(merge_pipelined)>("merge_pipelined"), state),
+          /*library=*/{}, /*hint=*/{}, overlap_required(c, phases));
     });
   }
 }

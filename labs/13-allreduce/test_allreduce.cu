@@ -538,7 +538,8 @@ TEST_SUITE("performance") {
         PerfInputs inputs(c, gpus_for(c));
         const double bytes = bus_bytes(c.n, inputs.gpus());
         labkit::measure_performance(c, bytes, mpi_perf_subject(Side::student, inputs),
-                                    mpi_perf_subject(Side::reference, inputs), mpi_hint(bytes));
+                                    mpi_perf_subject(Side::reference, inputs), /*library=*/{},
+                                    mpi_hint(bytes));
         mpi_ranks().stop();  // before the inputs they mapped are freed
       }
     }

@@ -134,6 +134,7 @@ struct PerfSubject {
 // call; its time is confirmed by our clock (time_submission_call). The reference's time comes
 // from the calibration cache when there is one, and is measured again here when the ratio sits
 // near one of the rubric's thresholds. Nothing is timed once a correctness case has failed.
+// A `library` (below) is timed with the reference, for the reports only.
 //
 // `hint`, when given, turns the student's median time (ms) into advice for a correct but slow
 // call ("no overlap: ...", with what the lab measured), or "" for none; the grader shows it
@@ -155,8 +156,19 @@ struct Work {
 // correct serial pipeline does not pass a lab about overlap.
 using PerfRequirement = std::function<std::string(double student_ms)>;
 
+// The vendor library that does the case's job (CUB, cuBLAS; for a lab no library covers, the
+// hardware's own yardstick, e.g. a device-to-device copy), timed on the same inputs as the
+// reference and shown beside it in the reports. It earns and costs the student nothing; it
+// is measured once per calibration, with the reference. Its output is checked like the
+// reference's (a yardstick that computes something else, like a copy, has no check), and a
+// wrong one is left out with a warning.
+struct LibraryAnchor {
+  std::string name;  // as the reports show it: "cub::DeviceHistogram::HistogramEven"
+  PerfSubject subject;
+};
+
 void measure_performance(const Case& c, Work work, const PerfSubject& student_side,
-                         const PerfSubject& reference_side, const PerfHint& hint = {},
-                         const PerfRequirement& requirement = {});
+                         const PerfSubject& reference_side, const LibraryAnchor& library = {},
+                         const PerfHint& hint = {}, const PerfRequirement& requirement = {});
 
 }  // namespace labkit

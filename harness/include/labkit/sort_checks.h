@@ -19,6 +19,19 @@ namespace labkit::sort_checks {
 using Keys = std::vector<std::uint32_t>;
 inline constexpr std::uint32_t poison_word = 0x01010101u * poison_byte;  // 0xA5A5A5A5
 
+// The contract's two functions.
+using SortFunction = void(std::uint32_t* d_keys, std::size_t n, void* d_temp, std::size_t temp_bytes,
+                          cudaStream_t stream);
+using TempBytesFunction = std::size_t(std::size_t n);
+
+// A library sort in the contract's shape, timed beside the reference for the reports
+// (measure_performance's LibraryAnchor).
+struct LibrarySort {
+  std::string name;  // "cub::DeviceRadixSort::SortKeys"
+  TempBytesFunction* temp_bytes = nullptr;
+  SortFunction* sort = nullptr;
+};
+
 // The lab's own part of the checks.
 struct SortLab {
   std::string sort;        // the contract's function names: "radix_sort"
@@ -40,6 +53,7 @@ struct SortLab {
   std::function<void(const Case&, const SubmissionFailure&)> explain_failure;
   // Device-memory traffic a performance case counts per key (a floor, for GB/s).
   double bytes_moved_per_key = 8;
+  LibrarySort library;
 };
 
 // std::sort's result for uint32_t keys, in four linear passes for large inputs.
