@@ -63,7 +63,8 @@ TEST_SUITE("report") {
         grade::to_html(fixture_report(), grade::load_catalog(LABKIT_TEST_SOURCE_ROOT), true);
     // Per timed case: yours, reference (and CUB on two of them) for time; yours, reference for bandwidth.
     CHECK(count(html, "<rect class=\"bar\"") == 3 * 4 + 2);
-    CHECK(count(html, ">CUB</text>") == 2);
+    CHECK(count(html, ">library</text>") == 2);
+    CHECK(count(html, "library: <code>CUB</code>") == 2);
     CHECK(count(html, "<polyline class=\"curve\"") == 3);
     CHECK(count(html, "<circle class=\"you\"") == 3);
     CHECK(html.find("you: ratio 0.42, 7.6 points") != std::string::npos);
@@ -84,7 +85,7 @@ TEST_SUITE("report") {
     report.labs[0].cases[8].timing["anchor"] = {{"name", "cuBLAS"}, {"median_ms", 0.25}};
     const std::string html = grade::to_html(report, labs, true);
     CHECK(count(html, "<rect class=\"bar\"") == 3 * 4 + 1);
-    CHECK(html.find(">cuBLAS</text>") != std::string::npos);
+    CHECK(html.find("library: <code>cuBLAS</code>") != std::string::npos);
     CHECK(html.find(">0.2500 ms</text>") != std::string::npos);
   }
 
