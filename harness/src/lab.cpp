@@ -296,14 +296,16 @@ static void report_progress(const Case& c, const char* stage) {
   emit_result(protocol::ProgressRecord{c.kind, c.name, stage});
 }
 
-void for_each_correctness_case(const std::function<void(const Case&)>& check) {
+void for_each_correctness_case(const std::function<void(const Case&)>& check, const CaseFilter& selected) {
   for (const Case& c : dataset().correctness) {
+    if (selected && !selected(c)) continue;
     SUBCASE(c.name.c_str()) { run_case(c, [&] { check(c); }); }
   }
 }
 
-void for_each_timed_case(const std::function<void(const Case&)>& time) {
+void for_each_timed_case(const std::function<void(const Case&)>& time, const CaseFilter& selected) {
   for (const Case& c : dataset().performance) {
+    if (selected && !selected(c)) continue;
     SUBCASE(c.name.c_str()) {
       if (timing_wanted(c)) time(c);
     }

@@ -475,73 +475,61 @@ labkit::PerfHint mpi_hint(double bytes) {
   };
 }
 
+bool ring_case(const Case& c) { return !mpi_case(c); }
+
 }  // namespace
 
 TEST_SUITE("correctness") {
   TEST_CASE("ring_allreduce leaves the sum on every GPU") {
-    for (const Case& c : labkit::dataset().correctness) {
-      if (mpi_case(c)) continue;
-      SUBCASE(c.name.c_str()) {
-        labkit::run_case(c, [&] {
+    labkit::for_each_correctness_case(
+        [](const Case& c) {
           const std::string problem = run_calls(c);
           labkit::verdict(c, problem.empty(), problem);
-        });
-      }
-    }
+        },
+        ring_case);
   }
 
   TEST_CASE("mpi_allreduce, one process per GPU, leaves the sum on every GPU") {
-    for (const Case& c : labkit::dataset().correctness) {
-      if (!mpi_case(c)) continue;
-      SUBCASE(c.name.c_str()) {
-        if (const std::string why = mpi_unavailable(Side::student); !why.empty()) {
-          if (!labkit::export_dir().empty()) export_first_call(c);  // grade export needs no MPI
-          report_not_run(c, why);
-          continue;
-        }
-        labkit::run_case(c, [&] {
+    labkit::for_each_correctness_case(
+        [](const Case& c) {
+          if (const std::string why = mpi_unavailable(Side::student); !why.empty()) {
+            if (!labkit::export_dir().empty()) export_first_call(c);  // grade export needs no MPI
+            return report_not_run(c, why);
+          }
           const std::string problem = run_mpi_calls(c);
           labkit::verdict(c, problem.empty(), problem);
-        });
-      }
-    }
+        },
+        mpi_case);
     mpi_ranks().stop();
   }
 }
 
 TEST_SUITE("performance") {
   TEST_CASE("ring_allreduce bus bandwidth against the reference") {
-    for (const Case& c : labkit::dataset().performance) {
-      if (mpi_case(c)) continue;
-      SUBCASE(c.name.c_str()) {
-        if (!labkit::timing_wanted(c)) continue;  // before making its large inputs
-        PerfInputs inputs(c, gpus_for(c));
-        labkit::measure_performance(
-            c, bus_bytes(c.n, inputs.gpus()),
-            perf_subject(labkit::student<decltype(ring_allreduce)>("ring_allreduce"), inputs),
-            perf_subject(labkit::reference<decltype(ring_allreduce)>("ring_allreduce"), inputs));
-      }
-    }
+    labkit::for_each_timed_case(
+        [](const Case& c) {
+          PerfInputs inputs(c, gpus_for(c));
+          labkit::measure_performance(
+              c, bus_bytes(c.n, inputs.gpus()),
+              perf_subject(labkit::student<decltype(ring_allreduce)>("ring_allreduce"), inputs),
+              perf_subject(labkit::reference<decltype(ring_allreduce)>("ring_allreduce"), inputs));
+        },
+        ring_case);
   }
 
   TEST_CASE("mpi_allreduce bus bandwidth against the reference, one process per GPU") {
-    for (const Case& c : labkit::dataset().performance) {
-      if (!mpi_case(c)) continue;
-      SUBCASE(c.name.c_str()) {
-        std::string why = mpi_unavailable(Side::student);
-        if (why.empty()) why = mpi_unavailable(Side::reference);
-        if (!why.empty()) {
-          report_not_run(c, why);
-          continue;
-        }
-        if (!labkit::timing_wanted(c)) continue;
-        PerfInputs inputs(c, gpus_for(c));
-        const double bytes = bus_bytes(c.n, inputs.gpus());
-        labkit::measure_performance(c, bytes, mpi_perf_subject(Side::student, inputs),
-                                    mpi_perf_subject(Side::reference, inputs), /*library=*/{},
-                                    mpi_hint(bytes));
-        mpi_ranks().stop();  // before the inputs they mapped are freed
-      }
-    }
+    labkit::for_each_timed_case(
+        [](const Case& c) {
+          std::string why = mpi_unavailable(Side::student);
+          if (why.empty()) why = mpi_unavailable(Side::reference);
+          if (!why.empty()) return report_not_run(c, why);
+          PerfInputs inputs(c, gpus_for(c));
+          const double bytes = bus_bytes(c.n, inputs.gpus());
+          labkit::measure_performance(c, bytes, mpi_perf_subject(Side::student, inputs),
+                                      mpi_perf_subject(Side::reference, inputs), /*library=*/{},
+                                      mpi_hint(bytes));
+          mpi_ranks().stop();  // before the inputs they mapped are freed
+        },
+        mpi_case);
   }
 }

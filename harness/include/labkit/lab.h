@@ -117,8 +117,10 @@ bool timing_wanted(const Case& c);
 // `grade export` and a re-run pick one by name); a correctness case runs through run_case,
 // whose verdict an exception or a crash becomes, and a performance case runs only when
 // timing_wanted, before it makes its inputs.
-void for_each_correctness_case(const std::function<void(const Case&)>& check);
-void for_each_timed_case(const std::function<void(const Case&)>& time);
+// `selected`, when given, picks the cases of one part of a lab (lab 13: the MPI cases).
+using CaseFilter = std::function<bool(const Case&)>;
+void for_each_correctness_case(const std::function<void(const Case&)>& check, const CaseFilter& selected = {});
+void for_each_timed_case(const std::function<void(const Case&)>& time, const CaseFilter& selected = {});
 
 // One side of a performance comparison. `call.prepare(sample)` draws the sample's input and
 // poisons the output, `call.reveal` and `call.collect` bound the timed window
