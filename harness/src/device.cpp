@@ -2,19 +2,35 @@
 
 #include "labkit/cuda_check.h"
 
+#include <fstream>
+
 namespace labkit {
+
+// The loaded NVIDIA kernel driver's own line ("NVRM version: ... 580.159.04 ..."), or "" when
+// no NVIDIA driver is loaded.
+static std::string loaded_driver_line() {
+  std::ifstream version("/proc/driver/nvidia/version");
+  std::string line;
+  std::getline(version, line);
+  return line;
+}
 
 std::optional<std::string> why_no_gpu() {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status == cudaErrorNoDevice || (status == cudaSuccess && count == 0))
     return std::string("no CUDA GPU found here");
-  // Most often no NVIDIA driver at all, which the runtime calls an "insufficient" one: naming
-  // only the driver would send a student without a GPU off to update it.
-  if (status != cudaSuccess)
-    return std::string("no CUDA GPU or driver found here (") + cudaGetErrorName(status) + ": " +
-           cudaGetErrorString(status) + ")";
-  return std::nullopt;
+  if (status == cudaSuccess) return std::nullopt;
+  // The runtime calls a missing driver an "insufficient" one: said as it is, that would send a
+  // student without a GPU off to update a driver they do not have.
+  if (status == cudaErrorInsufficientDriver) {
+    const std::string driver = loaded_driver_line();
+    if (driver.empty()) return std::string("no CUDA GPU here (no NVIDIA driver is loaded on this machine)");
+    return "the NVIDIA driver here is older than this kit's CUDA " + std::to_string(CUDART_VERSION / 1000) +
+           " needs; update it (" + driver + ")";
+  }
+  return std::string("no CUDA GPU can be used here (") + cudaGetErrorName(status) + ": " +
+         cudaGetErrorString(status) + ")";
 }
 
 std::optional<std::string> why_unsupported(const Requirements& needed) {

@@ -336,7 +336,7 @@ TEST_SUITE("intake") {
 
     SUBCASE("not run (no CUDA device): graded again") {
       grade::save_result(grade::saved_result_file(job.work_dir), fingerprint,
-                         grade::not_graded(lab, grade::LabStatus::not_run, "not run: no CUDA GPU or driver found here"));
+                         grade::not_graded(lab, grade::LabStatus::not_run, "not run: no CUDA GPU here (no NVIDIA driver is loaded on this machine)"));
       const auto reports = grade::grade_batch(submissions, {lab}, toolchain, options);
       CHECK(reports[0].labs[0].status == grade::LabStatus::build_failed);
       CHECK(grade::graded_this_run() == 1);

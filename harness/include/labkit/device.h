@@ -23,8 +23,8 @@ struct DeviceInfo {
   double peak_fp32_gflops = 0;
 };
 
-// Why no CUDA GPU can be used here ("no CUDA GPU found here", "no CUDA GPU or driver found here
-// (cudaErrorInsufficientDriver: ...)"), or nothing.
+// Why no CUDA GPU can be used here ("no CUDA GPU found here", "no CUDA GPU here (no NVIDIA
+// driver is loaded on this machine)", a driver too old for the kit's CUDA), or nothing.
 std::optional<std::string> why_no_gpu();
 
 // What a lab needs of the machine; the kit as a whole needs CUDA 13's floor, 7.5.
