@@ -334,6 +334,12 @@ std::string to_text(const Report& report, bool show_hidden_details) {
   return out.str();
 }
 
+std::string none_ran(const LabResult& lab) {
+  const bool some_ran = std::any_of(lab.cases.begin(), lab.cases.end(), [](const CaseResult& c) { return c.ran(); });
+  if (some_ran || lab.cases.empty()) return "";
+  return format("none of its %.0f cases ran (%.0f points)", double(lab.cases.size()), lab.max_points);
+}
+
 std::string to_markdown(const Report& report, bool show_hidden_details) {
   std::ostringstream out;
   out << "# Grade report: " << report.who << "\n\n" << "Mode: " << report.mode << ". "
@@ -348,6 +354,10 @@ std::string to_markdown(const Report& report, bool show_hidden_details) {
         << "Status: " << to_string(lab.status) << format(". Points: %.1f / %.0f.", lab.points, lab.max_points) << "\n";
     if (!lab.note.empty()) out << "\n" << lab.note << "\n";
     if (!lab.build_log.empty()) out << "\n```\n" << lab.build_log << "\n```\n";
+    if (const std::string none = none_ran(lab); !none.empty()) {
+      out << "\nThe lab's checks did not run: " << none << ".\n";
+      continue;
+    }
     const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
     out << "\n| case | kind | result | points | details |\n|---|---|---|---|---|\n";
     for (const CaseResult& c : lab.cases) {

@@ -107,6 +107,11 @@ struct SharedHint {
   std::vector<std::string> cases;  // three or more, in the lab's order
 };
 std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_details);
+
+// "none of its 23 cases ran (100 points)" when no case of the lab ran (a build that failed, no
+// GPU): the reports say so in one line instead of a table of cases all "not run" for the one
+// reason the lab's note gives. "" when some case ran.
+std::string none_ran(const LabResult& lab);
 // What a case's own row says instead of a shared hint.
 inline constexpr const char* see_shared_hint = "the same hint as other cases, below the table";
 bool in_shared_hint(const std::vector<SharedHint>& shared, const std::string& case_name);

@@ -202,6 +202,10 @@ void lab_section(std::ostringstream& out, const LabResult& lab, const std::vecto
     out << "</section>";
     return;
   }
+  if (const std::string none = none_ran(lab); !none.empty()) {
+    out << "<p class=\"note\">The lab's checks did not run: " << html_escaped(none) << ".</p></section>";
+    return;
+  }
 
   const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
   out << "<h3>correctness</h3><table><tr><th>case</th><th>verdict</th><th>points</th><th>hint</th></tr>";
