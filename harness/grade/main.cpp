@@ -328,6 +328,15 @@ bool submit_to_slurm(const CommandLine& line, const std::vector<grade::Submissio
   return grade::slurm::submit({submissions, chosen, toolchain, options, line.slurm, context, secret}) > 0;
 }
 
+// A roster kept in the class folder is the instructor's file, not a student's submission.
+void leave_out_roster(std::vector<grade::Submission>& submissions, const std::string& roster_file) {
+  if (roster_file.empty()) return;
+  std::error_code ignored;
+  submissions.erase(std::remove_if(submissions.begin(), submissions.end(),
+                                   [&](const grade::Submission& s) { return fs::equivalent(s.base, roster_file, ignored); }),
+                    submissions.end());
+}
+
 // `--submissions DIR`: a class, on this machine, on Slurm, or collected after Slurm.
 int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& catalog,
                 const std::vector<grade::LabSpec>& chosen, const grade::Toolchain& toolchain) {
@@ -345,6 +354,7 @@ int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& cata
   }
   auto submissions = grade::find_submissions(line.submissions_dir);
   const grade::Roster roster = grade::read_roster(line.roster_file);  // a bad roster stops here, before any grading
+  leave_out_roster(submissions, line.roster_file);
   if (line.expect) grade::use_kit_files(submissions, toolchain.source_root);
   const bool slurm_task = line.slurm_task->parsed();
   if (secret.empty() && !slurm_task)

@@ -54,5 +54,17 @@ else
   failures=$((failures + 1))
 fi
 
+# A roster kept in the class folder is not graded as a student's submission.
+mkdir -p "$scratch/roster-class/bob"
+printf 'folder,student_id,name,email\nbob,1002,Bob,bob@example.edu\n' >"$scratch/roster-class/roster.csv"
+output="$("$grade" lab 01 --submissions "$scratch/roster-class" --roster "$scratch/roster-class/roster.csv" \
+  --out "$scratch/roster-out" 2>&1)"
+if [[ "$output" != *"roster.csv"* && "$(wc -l <"$scratch/roster-out/gradebook.csv")" -eq 2 ]]; then
+  echo "ok   grade: the roster inside the class folder is not a submission"
+else
+  echo "FAIL the roster inside the class folder was graded as a submission: $output"
+  failures=$((failures + 1))
+fi
+
 [[ $failures -eq 0 ]] || { echo "$failures case(s) failed"; exit 1; }
 echo "every bad input exits 2 and names itself"
