@@ -3,6 +3,7 @@
 #include "labkit/exit_status.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -239,18 +240,23 @@ static std::string sanitizer_cases(const LabResult& lab) {
   return cases;
 }
 
+// Points as the reports print them, to a millionth: shares of a lab's points add up to
+// 59.999999999999986 in binary, which a gradebook or a script reading the JSON should not see.
+static double rounded(double points) { return std::round(points * 1e6) / 1e6; }
+
 json to_json(const LabResult& lab) {
   json cases = json::array();
   for (const CaseResult& c : lab.cases)
     cases.push_back({{"name", c.name}, {"kind", c.kind}, {"hidden", c.hidden}, {"ran", c.ran()},
                      {"passed", c.passed()}, {"outcome", labkit::protocol::to_string(c.outcome)},
-                     {"message", c.message}, {"points", c.points},
-                     {"max_points", c.max_points}, {"timing", c.timing}});
+                     {"message", c.message}, {"points", rounded(c.points)},
+                     {"max_points", rounded(c.max_points)}, {"timing", c.timing}});
   json sanitizer = json::array();
   for (const SanitizerRun& run : lab.sanitizer) sanitizer.push_back(to_json(run));
   return {{"id", lab.id}, {"name", lab.name}, {"title", lab.title}, {"status", to_string(lab.status)},
           {"note", lab.note}, {"build_log", lab.build_log}, {"run_log", lab.run_log}, {"device", lab.device},
-          {"points", lab.points}, {"max_points", lab.max_points}, {"cases", cases}, {"sanitizer", sanitizer}};
+          {"points", rounded(lab.points)}, {"max_points", rounded(lab.max_points)}, {"cases", cases},
+          {"sanitizer", sanitizer}};
 }
 
 // Results saved before cases had an outcome say only whether the case ran and passed.
@@ -280,8 +286,8 @@ LabResult lab_from_json(const json& j) {
 json to_json(const Report& report) {
   json labs = json::array();
   for (const LabResult& lab : report.labs) labs.push_back(to_json(lab));
-  return {{"who", report.who}, {"mode", report.mode}, {"points", report.points},
-          {"max_points", report.max_points}, {"secret_used", report.secret_used}, {"labs", labs}};
+  return {{"who", report.who}, {"mode", report.mode}, {"points", rounded(report.points)},
+          {"max_points", rounded(report.max_points)}, {"secret_used", report.secret_used}, {"labs", labs}};
 }
 
 std::string to_text(const Report& report, bool show_hidden_details) {
