@@ -90,7 +90,10 @@ SeparableFilter make_separable_filter(const Case& c, const Shape& s) {
     for (float& w : weights) w /= total;
     return {weights, weights};
   }
-  if (kind == "box") return {std::vector<float>(size_t(size), 1.f / float(size)), std::vector<float>(size_t(size), 1.f / float(size))};
+  if (kind == "box") {
+    const std::vector<float> average(size_t(size), 1.f / float(size));
+    return {average, average};
+  }
   if (kind == "sobel") {
     std::vector<float> derivative;
     for (int j = 0; j < size; ++j) derivative.push_back(float(j - s.half()));
@@ -482,7 +485,8 @@ void check_separable(const Case& c) {
     labkit::verdict(c, false, diagnose_guards(overwritten) + comparison);
     return;
   }
-  labkit::verdict(c, v.comparison.ok(), v.comparison.ok() ? "" : diagnose_values(s, image, diagnosis, v, actual) + comparison);
+  labkit::verdict(c, v.comparison.ok(),
+                  v.comparison.ok() ? "" : diagnose_values(s, image, diagnosis, v, actual) + comparison);
 }
 
 // ---- performance --------------------------------------------------------------------------
@@ -564,7 +568,8 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(conv2d)> fn, PerfBuff
 // into the output (no library filters an image here), which moves the bytes a filter must.
 labkit::LibraryAnchor image_copy(labkit::FreshInput<float>& image, labkit::TimedOutput<float>& out) {
   const auto copy = [&image, &out](cudaStream_t stream) {
-    CUDA_CHECK(cudaMemcpyAsync(out.data(), image.data(), image.size() * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(out.data(), image.data(), image.size() * sizeof(float), cudaMemcpyDeviceToDevice, stream));
   };
   return {"cudaMemcpy of the image (device to device)", {labkit::timed_call(copy, {&image}, {&out}), {}}};
 }

@@ -287,7 +287,8 @@ struct LaneRow {
 // lanes, right of it for the next halo_lanes.
 template <class G>
 __device__ int halo_col(int strip_col0, int lane) {
-  return lane < G::halo_lanes ? strip_col0 - G::halo + 4 * lane : strip_col0 + G::strip_cols + 4 * (lane - G::halo_lanes);
+  return lane < G::halo_lanes ? strip_col0 - G::halo + 4 * lane
+                              : strip_col0 + G::strip_cols + 4 * (lane - G::halo_lanes);
 }
 
 // Loads `count` floats of row `y` from column x on; zeros outside the image. With VectorLoads,
