@@ -4,6 +4,13 @@
 // writes it once can go no faster than a copy. Times, GB/s (2 x rows x cols x 4 bytes + the
 // filter, over the time) and % of the measured read bandwidth, side by side. Not a test: it
 // prints numbers for people to read. Each kernel's output is compared with the reference's.
+//
+// Then conv2d_separable: the reference (one fused pass), the chapter's two passes through
+// d_temp each from a shared-memory tile (grading/policy/chapter/), the starter's two passes
+// straight from global memory (with its column pass given the column vector), the 2-D
+// reference conv2d with the outer product of the two vectors as its filter, and the copy. GB/s
+// counts the same one read and one write of each pixel, though a two-pass version moves twice
+// that.
 #include "conv2d.h"
 
 #include <labkit/bench.h>
@@ -25,6 +32,8 @@ using labkit::DeviceBuffer;
 constexpr int chapter_block_dim = 16;  // the chapter's BLOCK_DIM
 
 __constant__ float c_chapter_filter[MAX_FILTER_SIZE * MAX_FILTER_SIZE];
+__constant__ float c_chapter_row_filter[MAX_FILTER_SIZE];
+__constant__ float c_chapter_col_filter[MAX_FILTER_SIZE];
 
 // The chapter's kernels, as it writes them except for two changes so that their output can be
 // compared with the reference's: zero padding at the borders (v1 clamps to the edge in the
@@ -91,6 +100,72 @@ __global__ void chapter_v3_shared_tile_kernel(float* out, const float* in, int r
                 c_chapter_filter[(fr + pad_size) * filter_size + fc + pad_size];
     }
   if (idx_y < rows && idx_x < cols) out[size_t(idx_y) * cols + idx_x] = result;
+}
+
+// ---- separable: two passes through an intermediate image ----
+
+// The starter's passes, one thread per pixel reading its taps from global memory.
+__global__ void naive_row_pass_kernel(const float* in, int rows, int cols, const float* row_filter, int filter_size,
+                                      float* temp) {
+  const int col = blockDim.x * blockIdx.x + threadIdx.x;
+  const int row = blockDim.y * blockIdx.y + threadIdx.y;
+  if (row >= rows || col >= cols) return;
+  const int half = filter_size / 2;
+  float result = 0.f;
+  for (int tap = -half; tap <= half; ++tap)
+    if (col + tap >= 0 && col + tap < cols) result += in[size_t(row) * cols + col + tap] * row_filter[tap + half];
+  temp[size_t(row) * cols + col] = result;
+}
+
+__global__ void naive_column_pass_kernel(const float* temp, int rows, int cols, const float* col_filter,
+                                         int filter_size, float* out) {
+  const int col = blockDim.x * blockIdx.x + threadIdx.x;
+  const int row = blockDim.y * blockIdx.y + threadIdx.y;
+  if (row >= rows || col >= cols) return;
+  const int half = filter_size / 2;
+  float result = 0.f;
+  for (int tap = -half; tap <= half; ++tap)
+    if (row + tap >= 0 && row + tap < rows) result += temp[size_t(row + tap) * cols + col] * col_filter[tap + half];
+  out[size_t(row) * cols + col] = result;
+}
+
+// The chapter tier's passes: a 16 x (16 + 2h) tile of the image for the row pass, a
+// (16 + 2h) x 16 tile of the intermediate image for the column pass, the vectors in constant
+// memory.
+__global__ void chapter_row_pass_tile_kernel(const float* in, int rows, int cols, int filter_size, float* temp) {
+  extern __shared__ float s_rows[];
+  const int col = blockDim.x * blockIdx.x + threadIdx.x;
+  const int row = blockDim.y * blockIdx.y + threadIdx.y;
+  const int half = filter_size / 2;
+  const int tile_cols = chapter_block_dim + 2 * half;
+  for (int tile_col = threadIdx.x; tile_col < tile_cols; tile_col += chapter_block_dim) {
+    const int image_col = blockDim.x * blockIdx.x + tile_col - half;
+    const bool inside = row < rows && image_col >= 0 && image_col < cols;
+    s_rows[tile_cols * threadIdx.y + tile_col] = inside ? in[size_t(row) * cols + image_col] : 0.f;
+  }
+  __syncthreads();
+  float result = 0.f;
+  for (int tap = 0; tap < filter_size; ++tap)
+    result += s_rows[tile_cols * threadIdx.y + threadIdx.x + tap] * c_chapter_row_filter[tap];
+  if (row < rows && col < cols) temp[size_t(row) * cols + col] = result;
+}
+
+__global__ void chapter_column_pass_tile_kernel(const float* temp, int rows, int cols, int filter_size, float* out) {
+  extern __shared__ float s_cols[];
+  const int col = blockDim.x * blockIdx.x + threadIdx.x;
+  const int row = blockDim.y * blockIdx.y + threadIdx.y;
+  const int half = filter_size / 2;
+  const int tile_rows = chapter_block_dim + 2 * half;
+  for (int tile_row = threadIdx.y; tile_row < tile_rows; tile_row += chapter_block_dim) {
+    const int image_row = blockDim.y * blockIdx.y + tile_row - half;
+    const bool inside = col < cols && image_row >= 0 && image_row < rows;
+    s_cols[chapter_block_dim * tile_row + threadIdx.x] = inside ? temp[size_t(image_row) * cols + col] : 0.f;
+  }
+  __syncthreads();
+  float result = 0.f;
+  for (int tap = 0; tap < filter_size; ++tap)
+    result += s_cols[chapter_block_dim * (threadIdx.y + tap) + threadIdx.x] * c_chapter_col_filter[tap];
+  if (row < rows && col < cols) out[size_t(row) * cols + col] = result;
 }
 
 struct Problem {
@@ -185,11 +260,107 @@ void bench_problem(const Problem& p, double peak_gbps) {
   }
 }
 
+// ---- the separable rows ----
+
+struct SeparableBuffers {
+  const float* in;
+  const float* row_filter;
+  const float* col_filter;
+  const float* outer_filter;  // col[i] * row[j], rounded to float: the 2-D reference's filter
+  float* temp;
+  float* out;
+};
+
+using SeparableRun = std::function<void(const SeparableBuffers& b, cudaStream_t stream)>;
+
+struct SeparableVariant {
+  const char* name;
+  SeparableRun run;
+};
+
+std::vector<SeparableVariant> separable_variants(const Problem& p) {
+  const dim3 block(chapter_block_dim, chapter_block_dim);
+  const dim3 grid = chapter_grid(p);
+  const size_t tile_bytes = sizeof(float) * chapter_block_dim * (chapter_block_dim + 2 * (p.filter_size / 2));
+  return {
+      {"reference: fused, one pass",
+       [p](const SeparableBuffers& b, cudaStream_t stream) {
+         conv2d_separable(b.in, p.rows, p.cols, b.row_filter, b.col_filter, p.filter_size, b.temp, b.out, stream);
+       }},
+      {"cudaMemcpy D2D (anchor)",
+       [p](const SeparableBuffers& b, cudaStream_t stream) {
+         cudaMemcpyAsync(b.out, b.in, p.pixels() * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+       }},
+      {"2-D reference, outer product",
+       [p](const SeparableBuffers& b, cudaStream_t stream) {
+         conv2d(b.in, p.rows, p.cols, b.outer_filter, p.filter_size, b.out, stream);
+       }},
+      {"chapter: 2 passes, tiles",
+       [p, grid, block, tile_bytes](const SeparableBuffers& b, cudaStream_t stream) {
+         const size_t bytes = sizeof(float) * p.filter_size;
+         cudaMemcpyToSymbolAsync(c_chapter_row_filter, b.row_filter, bytes, 0, cudaMemcpyDeviceToDevice, stream);
+         cudaMemcpyToSymbolAsync(c_chapter_col_filter, b.col_filter, bytes, 0, cudaMemcpyDeviceToDevice, stream);
+         chapter_row_pass_tile_kernel<<<grid, block, tile_bytes, stream>>>(b.in, p.rows, p.cols, p.filter_size, b.temp);
+         chapter_column_pass_tile_kernel<<<grid, block, tile_bytes, stream>>>(b.temp, p.rows, p.cols, p.filter_size,
+                                                                             b.out);
+       }},
+      {"naive: 2 passes, global",
+       [p, grid, block](const SeparableBuffers& b, cudaStream_t stream) {
+         naive_row_pass_kernel<<<grid, block, 0, stream>>>(b.in, p.rows, p.cols, b.row_filter, p.filter_size, b.temp);
+         naive_column_pass_kernel<<<grid, block, 0, stream>>>(b.temp, p.rows, p.cols, b.col_filter, p.filter_size,
+                                                             b.out);
+       }},
+  };
+}
+
+// Inputs and both vectors lie in [-1, 1], so an output's magnitude stays below filter_size^2 and
+// its FP32 rounding, in any order, below (filter_size^2 + 2 filter_size) of those units
+// (test_conv2d.cu's separable tolerance); twice that for the difference of two outputs.
+bool same_separable_output(const std::vector<float>& expected, const std::vector<float>& actual, const Problem& p) {
+  const double taps = double(p.filter_size) * p.filter_size;
+  const double bound = 2 * (taps + 2 * p.filter_size) * taps * 0x1.0p-24;
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (!(std::fabs(double(actual[i]) - double(expected[i])) <= bound)) return false;
+  return true;
+}
+
+void bench_separable_problem(const Problem& p, double peak_gbps) {
+  const auto host_in = labkit::generate<float>(p.pixels(), {labkit::Distribution::uniform, 44, -1, 1});
+  const auto host_row = labkit::generate<float>(size_t(p.filter_size), {labkit::Distribution::uniform, 45, -1, 1});
+  const auto host_col = labkit::generate<float>(size_t(p.filter_size), {labkit::Distribution::uniform, 46, -1, 1});
+  std::vector<float> host_outer;
+  for (float c : host_col)
+    for (float r : host_row) host_outer.push_back(c * r);
+  DeviceBuffer<float> in(host_in), row(host_row), col(host_col), outer(host_outer), temp(p.pixels()), out(p.pixels());
+  const SeparableBuffers buffers{in.data(), row.data(), col.data(), outer.data(), temp.data(), out.data()};
+
+  std::vector<float> reference_output;
+  double reference_ms = 0;
+  char label[64];
+  std::snprintf(label, sizeof label, "%dx%d sep f%d", p.rows, p.cols, p.filter_size);
+  for (const SeparableVariant& v : separable_variants(p)) {
+    const labkit::TimingStats t = labkit::time_call(
+        {[&](cudaStream_t stream) { v.run(buffers, stream); }, [&](int) { out.poison(); }});
+    const std::vector<float> output = out.download();
+    if (reference_output.empty()) {
+      reference_output = output;
+      reference_ms = t.ms.median;
+    }
+    const bool is_copy = std::string(v.name).find("cudaMemcpy") != std::string::npos;
+    const bool right = is_copy ? output == host_in : same_separable_output(reference_output, output, p);
+    const double gbps = labkit::gigabytes_per_second(p.bytes_moved(), t.ms.median);
+    std::printf("%-16s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  ratio %5.2f  (%zu samples, +-%.2f%%)%s\n", label,
+                v.name, t.ms.median, gbps, 100 * gbps / peak_gbps, reference_ms / t.ms.median, t.ms.count,
+                100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
+  }
+}
+
 }  // namespace
 
 int main() {
   const double peak = labkit::start_benchmark(
       " (GB/s = 2 x rows x cols x 4 bytes / time; ratio = reference time / time, as the grader computes it)");
   for (int filter_size : {3, 5, 9, 15}) bench_problem({8192, 8192, filter_size}, peak);
+  for (int filter_size : {5, 9, 15}) bench_separable_problem({8192, 8192, filter_size}, peak);
   return 0;
 }

@@ -25,3 +25,27 @@ constexpr int MAX_FILTER_SIZE = 15;
 // - Enqueue all work on `stream`; the function may return before the work finishes.
 extern "C" void conv2d(const float* d_in, int rows, int cols, const float* d_filter, int filter_size, float* d_out,
                        cudaStream_t stream);
+
+// The same cross-correlation for a separable filter, given as two vectors of filter_size
+// coefficients: a column vector (vertical) and a row vector (horizontal), whose outer product
+// is the 2-D filter,
+//
+//   filter(i, j) = d_col_filter[i] * d_row_filter[j],   so
+//   out(r, c) = sum over i of d_col_filter[i] * (sum over j of d_row_filter[j] * in(r + i - h, c + j - h))
+//
+// with the same zero padding, layout, sizes and pointer rules as conv2d. The result must match
+// conv2d's with that filter up to FP32 rounding (the checks allow for any order of the sums:
+// a row pass then a column pass, the other way round, or all filter_size^2 products at once).
+// The two vectors need not be equal nor symmetric (a Sobel filter is [1 2 1]^T x [-1 0 1]).
+//
+// - d_row_filter and d_col_filter are device pointers to filter_size floats each, read only,
+//   and may change from one call to the next.
+// - d_temp is rows * cols floats of device scratch for an intermediate image (a two-pass
+//   version's row pass), 256-byte aligned; its contents on entry are undefined (anything,
+//   NaN included), and it may be left holding anything. A version that needs no scratch
+//   ignores it.
+// - Write d_out[0 .. rows * cols) and d_temp[0 .. rows * cols) and nothing else; d_out does not
+//   overlap d_in, d_temp or the filters.
+extern "C" void conv2d_separable(const float* d_in, int rows, int cols, const float* d_row_filter,
+                                 const float* d_col_filter, int filter_size, float* d_temp, float* d_out,
+                                 cudaStream_t stream);

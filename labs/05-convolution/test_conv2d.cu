@@ -1,6 +1,7 @@
-// Lab 05 checks: the student's conv2d against a double-precision CPU cross-correlation on every
-// dataset case, with guard bands around the image to catch writes past its ends, then its speed
-// against the reference solution's on the performance cases.
+// Lab 05 checks: the student's conv2d and conv2d_separable against a double-precision CPU
+// cross-correlation on every dataset case (for the separable part, with the 2-D filter built as
+// the outer product of its two vectors), with guard bands around the image to catch writes past
+// its ends, then their speed against the reference solution's on the performance cases.
 #include "conv2d.h"
 
 #include <labkit/lab.h>
@@ -43,15 +44,68 @@ std::vector<float> make_image(const Case& c, const Shape& s, uint64_t seed_shift
   return labkit::generate<float>(s.pixels(), spec);
 }
 
+std::string filter_kind(const Case& c) { return c.has("filter") ? c.params.at("filter") : "random"; }
+
 // `random`: uniform in [-1, 1] from the case's seed; `box`: the chapter's box filter.
 std::vector<float> make_filter(const Case& c, const Shape& s, uint64_t seed_shift = 0) {
-  const std::string kind = c.has("filter") ? c.params.at("filter") : "random";
+  const std::string kind = filter_kind(c);
   if (kind == "box") return std::vector<float>(s.taps(), 1.f / float(s.taps()));
   if (kind != "random") throw std::invalid_argument("case " + c.name + ": unknown filter '" + kind + "'");
   const labkit::InputSpec spec{labkit::Distribution::uniform, labkit::splitmix64(c.input.seed ^ 0xF117E5ull) + seed_shift,
                                -1.0, 1.0};
   return labkit::generate<float>(s.taps(), spec);
 }
+
+// A separable filter's two vectors: filter(i, j) = col[i] * row[j].
+struct SeparableFilter {
+  std::vector<float> row, col;
+
+  // The 2-D filter they stand for, in double: a product of two floats is exact there.
+  std::vector<double> outer() const { return outer_product(col, row); }
+  static std::vector<double> outer_product(const std::vector<float>& vertical, const std::vector<float>& horizontal) {
+    std::vector<double> filter;
+    for (float v : vertical)
+      for (float h : horizontal) filter.push_back(double(v) * double(h));
+    return filter;
+  }
+};
+
+// Binomial coefficients C(size - 1, i): the discrete Gaussian's shape, exact in float up to 15.
+std::vector<float> binomial_row(int size) {
+  std::vector<float> row(size_t(size), 1.f);
+  for (int i = 1; i < size; ++i) row[size_t(i)] = row[size_t(i - 1)] * float(size - i) / float(i);
+  return row;
+}
+
+// `gaussian`: normalised binomial coefficients both ways (a symmetric Gaussian blur, the same
+// vector twice); `box`: 1 / filter_size both ways (the chapter's box filter); `sobel`: the
+// binomial smoothing down the columns and the derivative -h .. h along the rows (for 3, Sobel's
+// [1 2 1]^T x [-1 0 1]: two different vectors); `random`: two vectors uniform in [-1, 1].
+SeparableFilter make_separable_filter(const Case& c, const Shape& s) {
+  const std::string kind = filter_kind(c);
+  const int size = s.filter_size;
+  if (kind == "gaussian") {
+    std::vector<float> weights = binomial_row(size);
+    const float total = float(1ull << (size - 1));  // sum of the binomial coefficients
+    for (float& w : weights) w /= total;
+    return {weights, weights};
+  }
+  if (kind == "box") {
+    const std::vector<float> average(size_t(size), 1.f / float(size));
+    return {average, average};
+  }
+  if (kind == "sobel") {
+    std::vector<float> derivative;
+    for (int j = 0; j < size; ++j) derivative.push_back(float(j - s.half()));
+    return {derivative, binomial_row(size)};
+  }
+  if (kind != "random") throw std::invalid_argument("case " + c.name + ": unknown separable filter '" + kind + "'");
+  const uint64_t seed = labkit::splitmix64(c.input.seed ^ 0x5E9A7ull);
+  return {labkit::generate<float>(size_t(size), {labkit::Distribution::uniform, seed, -1.0, 1.0}),
+          labkit::generate<float>(size_t(size), {labkit::Distribution::uniform, seed + 1, -1.0, 1.0})};
+}
+
+std::vector<double> widened(const std::vector<float>& values) { return {values.begin(), values.end()}; }
 
 // ---- the CPU reference --------------------------------------------------------------------
 
@@ -65,7 +119,7 @@ struct PixelSum {
   double magnitude = 0;
 };
 
-PixelSum correlate_at(const Shape& s, const std::vector<float>& image, const std::vector<float>& filter, int row,
+PixelSum correlate_at(const Shape& s, const std::vector<float>& image, const std::vector<double>& filter, int row,
                       int col, Variant variant) {
   const int h = s.half(), fs = s.filter_size;
   PixelSum sum;
@@ -78,7 +132,7 @@ PixelSum correlate_at(const Shape& s, const std::vector<float>& image, const std
       if (variant == Variant::clamp_to_edge) x = std::clamp(x, 0, s.cols - 1);
       if (x < 0 || x >= s.cols) continue;
       const size_t tap = variant == Variant::flipped_filter ? size_t(fs - 1 - i) * fs + (fs - 1 - j) : size_t(i) * fs + j;
-      const double term = double(image[size_t(y) * s.cols + x]) * double(filter[tap]);
+      const double term = double(image[size_t(y) * s.cols + x]) * filter[tap];
       sum.value += term;
       sum.magnitude += std::fabs(term);
     }
@@ -95,10 +149,38 @@ PixelSum correlate_at(const Shape& s, const std::vector<float>& image, const std
 // cover the expected value's own rounding to float, and two more the tolerance's; K * FLT_MIN
 // covers products that fall below the normal range and are flushed to zero. A wrong term
 // (clamped instead of zero, flipped, missing) costs about |x * f|, far above this.
-LABKIT_HOST_DEVICE float tolerance_for(const Shape& s, double magnitude) {
+//
+// A separable filter's sum may be taken in other orders: a row pass of K = filter_size terms,
+// rounded to float, then a column pass of K (within (2 gamma_K + gamma_K^2) sum |x * f|, the
+// first pass's error carried through the second's coefficients), or all K^2 terms at once with
+// each coefficient col[i] * row[j] rounded too (gamma_{K^2 + 1}); K^2 + 2K roundings cover
+// both. A flushed product of the row pass is carried through the column vector, hence the
+// vectors' sums of magnitudes in the underflow term.
+struct ErrorModel {
+  double roundings = 0;  // k in gamma_k
+  double underflows = 0; // products that may be flushed, each costing up to FLT_MIN
+};
+
+LABKIT_HOST_DEVICE ErrorModel conv2d_error(const Shape& s) { return {double(s.taps()), double(s.taps())}; }
+
+LABKIT_HOST_DEVICE ErrorModel separable_error(const Shape& s, double row_magnitude, double col_magnitude) {
+  const double k = double(s.taps()) + 2.0 * s.filter_size;
+  return {k, k * (1 + row_magnitude + col_magnitude)};
+}
+
+double sum_of_magnitudes(const std::vector<float>& values) {
+  double sum = 0;
+  for (float v : values) sum += std::fabs(double(v));
+  return sum;
+}
+
+ErrorModel separable_error(const Shape& s, const SeparableFilter& filter) {
+  return separable_error(s, sum_of_magnitudes(filter.row), sum_of_magnitudes(filter.col));
+}
+
+LABKIT_HOST_DEVICE float tolerance_for(const ErrorModel& error, double magnitude) {
   constexpr double u = 0x1.0p-24;
-  const double k = double(s.taps());
-  return float((k + 4) * u * magnitude + k * FLT_MIN);
+  return float((error.roundings + 4) * u * magnitude + error.underflows * FLT_MIN);
 }
 
 struct Expected {
@@ -106,8 +188,8 @@ struct Expected {
   std::vector<float> tolerance;
 };
 
-Expected work_out(const Shape& s, const std::vector<float>& image, const std::vector<float>& filter,
-                  Variant variant = Variant::zero_padding) {
+Expected work_out(const Shape& s, const std::vector<float>& image, const std::vector<double>& filter,
+                  const ErrorModel& error, Variant variant = Variant::zero_padding) {
   Expected e;
   e.value.resize(s.pixels());
   e.tolerance.resize(s.pixels());
@@ -115,7 +197,7 @@ Expected work_out(const Shape& s, const std::vector<float>& image, const std::ve
     for (size_t i = begin; i < end; ++i) {
       const PixelSum sum = correlate_at(s, image, filter, int(i / s.cols), int(i % s.cols), variant);
       e.value[i] = float(sum.value);
-      e.tolerance[i] = tolerance_for(s, sum.magnitude);
+      e.tolerance[i] = tolerance_for(error, sum.magnitude);
     }
   });
   return e;
@@ -130,6 +212,7 @@ bool close_enough(float expected, float tolerance, float actual) {
 constexpr uint32_t input_guard_bits = 0x7FC0DEADu;   // quiet NaNs: poison any result that reads them
 constexpr uint32_t output_guard_bits = 0x7FC0BEEFu;  // and are recognised when overwritten
 constexpr uint32_t shared_poison_bits = 0x7FC05EEDu;
+constexpr uint32_t temp_poison_bits = 0x7FC07E3Du;   // d_temp on entry: a NaN until the row pass writes it
 constexpr uint32_t unwritten_bits = 0x01010101u * labkit::poison_byte;
 
 float float_from_bits(uint32_t bits) {
@@ -235,10 +318,29 @@ std::string diagnose_guards(std::pair<size_t, size_t> overwritten) {
          "whatever lies next to the output, or the next row's first pixels";
 }
 
+// A wrong answer a function part is known to give, by the filter it amounts to (with zero
+// padding), and what to tell the student when the output matches it.
+struct KnownMistake {
+  std::vector<double> filter;
+  std::string message;
+};
+
+// What a check knows of its function, for the diagnosis: the 2-D filter it should apply, the
+// rounding it is allowed, its own known mistakes (tried first) and what a NaN may mean for it.
+struct Diagnosis {
+  std::vector<double> filter;
+  ErrorModel error;
+  std::vector<KnownMistake> known_mistakes;
+  std::string nan_hint;
+};
+
 // Names the likely mistake from where the wrong pixels are and what they hold.
-std::string diagnose_values(const Shape& s, const std::vector<float>& image, const std::vector<float>& filter,
+std::string diagnose_values(const Shape& s, const std::vector<float>& image, const Diagnosis& d,
                             const Verification& v, const std::vector<float>& actual) {
   const size_t wrong = v.comparison.mismatches;
+  const auto matches_filter = [&](const std::vector<double>& filter, Variant variant) {
+    return matches(work_out(s, image, filter, d.error, variant), actual);
+  };
   if (v.unwritten > 0)
     return count_of(v.unwritten, s.pixels(), "pixels") +
            " were never written: they still hold the 0xA5 bytes the checks filled d_out with (hint: the grid must "
@@ -247,17 +349,19 @@ std::string diagnose_values(const Shape& s, const std::vector<float>& image, con
     return count_of(v.nan, s.pixels(), "pixels") +
            " came back NaN: some read fell outside the input image (the checks surround d_in with NaN; with zero "
            "padding, a pixel outside the image is never read, it counts as 0) or read a shared-memory slot no "
-           "thread wrote (the checks fill shared memory with NaN before each call: check the halo loads)";
+           "thread wrote (the checks fill shared memory with NaN before each call: check the halo loads)" + d.nan_hint;
+  for (const KnownMistake& mistake : d.known_mistakes)
+    if (matches_filter(mistake.filter, Variant::zero_padding)) return mistake.message;
   // The flipped filter first: on an image too small to have an interior, every pixel is a
   // border pixel, and a flipped filter would pass for a border mistake.
-  if (matches(work_out(s, image, filter, Variant::flipped_filter), actual))
+  if (matches_filter(d.filter, Variant::flipped_filter))
     return "the output matches the filter flipped in both directions: that is convolution in the textbook "
            "sense, but the contract (like the chapter) computes cross-correlation, out(r, c) = sum of "
            "in(r + i - h, c + j - h) * filter(i, j), the filter NOT flipped";
   const std::string border_hint = "only border pixels differ: the contract pads with zeros, not the edge value (" +
                                   count_of(wrong, s.pixels(), "pixels") + " are wrong, all within filter_size / 2 = " +
                                   std::to_string(s.half()) + " of an edge, where the window leaves the image";
-  if (matches(work_out(s, image, filter, Variant::clamp_to_edge), actual))
+  if (matches_filter(d.filter, Variant::clamp_to_edge))
     return border_hint + "; the output matches clamp-to-edge, which reads the nearest edge pixel instead, as the "
                          "chapter's v1 does with min/max: count pixels outside the image as 0, as its v2 does)";
   const bool has_interior = s.rows > 2 * s.half() && s.cols > 2 * s.half();
@@ -273,7 +377,8 @@ void check_conv2d(const Case& c) {
   const Shape s = shape_of(c);
   const std::vector<float> image = make_image(c, s);
   const std::vector<float> filter = make_filter(c, s);
-  const Expected expected = work_out(s, image, filter);
+  const Diagnosis diagnosis{widened(filter), conv2d_error(s), {}, ""};
+  const Expected expected = work_out(s, image, diagnosis.filter, diagnosis.error);
   labkit::export_array(c, "input", image, {size_t(s.rows), size_t(s.cols)});
   labkit::export_array(c, "filter", filter, {size_t(s.filter_size), size_t(s.filter_size)});
   labkit::export_array(c, "expected_output", expected.value, {size_t(s.rows), size_t(s.cols)});
@@ -302,7 +407,86 @@ void check_conv2d(const Case& c) {
     return;
   }
   labkit::verdict(c, v.comparison.ok(),
-                  v.comparison.ok() ? "" : diagnose_values(s, image, filter, v, actual) + ". " + v.comparison.describe(locate));
+                  v.comparison.ok() ? "" : diagnose_values(s, image, diagnosis, v, actual) + ". " + v.comparison.describe(locate));
+}
+
+// ---- the separable part -------------------------------------------------------------------
+
+// The mistakes a two-pass version makes with the wrong vector in a pass, as 2-D filters.
+std::vector<KnownMistake> separable_mistakes(const SeparableFilter& f) {
+  return {
+      {SeparableFilter::outer_product(f.row, f.row),
+       "the output matches d_row_filter used in both passes, along the rows and again down the columns, with "
+       "d_col_filter never read (hint: that is the filter treated as symmetric. The chapter's remark covers "
+       "symmetric and separable filters, but only a symmetric one, such as a box or a Gaussian blur, has the same "
+       "vector both ways; a separable filter in general has two, like Sobel's [1 2 1] down the columns and "
+       "[-1 0 1] along the rows. The column pass must use d_col_filter)"},
+      {SeparableFilter::outer_product(f.col, f.col),
+       "the output matches d_col_filter used in both passes, with d_row_filter never read (hint: the row pass, "
+       "along each row, must use d_row_filter; only a symmetric filter has the same vector both ways)"},
+      {SeparableFilter::outer_product(f.row, f.col),
+       "the output matches the two vectors swapped: d_row_filter ran down the columns and d_col_filter along the "
+       "rows (hint: filter(i, j) = d_col_filter[i] * d_row_filter[j], so d_row_filter[j] weighs column "
+       "c + j - h of the same row, and d_col_filter[i] weighs row r + i - h)"},
+  };
+}
+
+std::string diagnose_temp_guards(std::pair<size_t, size_t> overwritten) {
+  return "writes outside d_temp: " + std::to_string(overwritten.second) + " floats past its end and " +
+         std::to_string(overwritten.first) + " before its start were overwritten (hint: d_temp holds rows * cols "
+         "floats, the intermediate image of a row pass; guard its stores like the output's, `if (row < rows && "
+         "col < cols)`)";
+}
+
+void check_separable(const Case& c) {
+  const Shape s = shape_of(c);
+  const std::vector<float> image = make_image(c, s);
+  const SeparableFilter filter = make_separable_filter(c, s);
+  const Diagnosis diagnosis{
+      filter.outer(), separable_error(s, filter), separable_mistakes(filter),
+      "; or a pixel of d_temp read before the row pass wrote it (the checks fill d_temp with NaN: the column pass "
+      "must wait for the whole row pass, as a second kernel on the same stream does)"};
+  const Expected expected = work_out(s, image, diagnosis.filter, diagnosis.error);
+  labkit::export_array(c, "input", image, {size_t(s.rows), size_t(s.cols)});
+  labkit::export_array(c, "row_filter", filter.row, {size_t(s.filter_size)});
+  labkit::export_array(c, "col_filter", filter.col, {size_t(s.filter_size)});
+  labkit::export_array(c, "expected_output", expected.value, {size_t(s.rows), size_t(s.cols)});
+
+  GuardedImage d_in(s, image, input_guard_bits);
+  GuardedImage d_temp(s, std::vector<float>(s.pixels(), float_from_bits(temp_poison_bits)), output_guard_bits);
+  GuardedImage d_out(s, std::vector<float>(s.pixels(), float_from_bits(unwritten_bits)), output_guard_bits);
+  DeviceBuffer<float> d_row_filter(filter.row), d_col_filter(filter.col);
+  labkit::poison_student_shared_memory(shared_poison_bits);
+  labkit::student<decltype(conv2d_separable)>("conv2d_separable")(d_in.data(), s.rows, s.cols, d_row_filter.data(),
+                                                                  d_col_filter.data(), s.filter_size, d_temp.data(),
+                                                                  d_out.data(), nullptr);
+  CUDA_CHECK_KERNELS(nullptr);
+
+  const std::vector<float> input_after = d_in.download_all();
+  if (d_in.image_of(input_after) != image || d_in.overwritten(input_after, input_guard_bits) != std::pair<size_t, size_t>{} ||
+      d_row_filter.download() != filter.row || d_col_filter.download() != filter.col) {
+    labkit::verdict(c, false,
+                    "conv2d_separable modified its input: d_in, d_row_filter and d_col_filter are const and must come "
+                    "back unchanged (the intermediate image belongs in d_temp)");
+    return;
+  }
+  const auto temp_overwritten = d_temp.overwritten(d_temp.download_all(), output_guard_bits);
+  const std::vector<float> output_all = d_out.download_all();
+  const auto overwritten = d_out.overwritten(output_all, output_guard_bits);
+  const std::vector<float> actual = d_out.image_of(output_all);
+  const Verification v = verify(s, expected, actual);
+  const auto locate = [&s](size_t i) { return location(s, i); };
+  const std::string comparison = v.comparison.ok() ? "" : ". " + v.comparison.describe(locate);
+  if (temp_overwritten.first + temp_overwritten.second > 0) {
+    labkit::verdict(c, false, diagnose_temp_guards(temp_overwritten) + comparison);
+    return;
+  }
+  if (overwritten.first + overwritten.second > 0) {
+    labkit::verdict(c, false, diagnose_guards(overwritten) + comparison);
+    return;
+  }
+  labkit::verdict(c, v.comparison.ok(),
+                  v.comparison.ok() ? "" : diagnose_values(s, image, diagnosis, v, actual) + comparison);
 }
 
 // ---- performance --------------------------------------------------------------------------
@@ -340,7 +524,7 @@ __global__ void expected_conv2d_kernel(const float* image, const float* filter, 
     }
   }
   value[index] = float(sum);
-  tolerance[index] = tolerance_for(s, magnitude);
+  tolerance[index] = tolerance_for(conv2d_error(s), magnitude);
 }
 
 // A timed call's buffers: an image and a filter drawn afresh for every call
@@ -382,23 +566,106 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(conv2d)> fn, PerfBuff
 
 // The yardstick the reports show beside the reference: a device-to-device copy of the image
 // into the output (no library filters an image here), which moves the bytes a filter must.
-labkit::LibraryAnchor image_copy(PerfBuffers& b) {
-  const auto copy = [&b](cudaStream_t stream) {
-    CUDA_CHECK(cudaMemcpyAsync(b.out.data(), b.image.data(), b.shape.pixels() * sizeof(float),
-                               cudaMemcpyDeviceToDevice, stream));
+labkit::LibraryAnchor image_copy(labkit::FreshInput<float>& image, labkit::TimedOutput<float>& out) {
+  const auto copy = [&image, &out](cudaStream_t stream) {
+    CUDA_CHECK(
+        cudaMemcpyAsync(out.data(), image.data(), image.size() * sizeof(float), cudaMemcpyDeviceToDevice, stream));
   };
-  return {"cudaMemcpy of the image (device to device)", {labkit::timed_call(copy, {&b.image}, {&b.out}), {}}};
+  return {"cudaMemcpy of the image (device to device)", {labkit::timed_call(copy, {&image}, {&out}), {}}};
 }
 
 // A 2-D filter reads each input pixel and writes each output pixel once (the halo's second
 // reads come from cache), plus the filter.
 double bytes_moved(const Shape& s) { return 2.0 * sizeof(float) * double(s.pixels()) + sizeof(float) * double(s.taps()); }
 
+// ---- performance of the separable part ----------------------------------------------------
+
+// expected_conv2d_kernel for the filter col[i] * row[j], each product taken in double (exact),
+// with the separable tolerance.
+__global__ void expected_separable_kernel(const float* image, const float* row_filter, const float* col_filter,
+                                          const Shape s, float* value, float* tolerance) {
+  const size_t index = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (index >= size_t(s.rows) * size_t(s.cols)) return;
+  const int row = int(index / size_t(s.cols)), col = int(index % size_t(s.cols));
+  const int h = s.filter_size / 2, fs = s.filter_size;
+  double sum = 0, magnitude = 0, row_magnitude = 0, col_magnitude = 0;
+  for (int k = 0; k < fs; ++k) {
+    row_magnitude += fabs(double(row_filter[k]));
+    col_magnitude += fabs(double(col_filter[k]));
+  }
+  for (int i = 0; i < fs; ++i) {
+    const int y = row + i - h;
+    if (y < 0 || y >= s.rows) continue;
+    for (int j = 0; j < fs; ++j) {
+      const int x = col + j - h;
+      if (x < 0 || x >= s.cols) continue;
+      const double term = double(image[size_t(y) * s.cols + x]) * (double(col_filter[i]) * double(row_filter[j]));
+      sum += term;
+      magnitude += fabs(term);
+    }
+  }
+  value[index] = float(sum);
+  tolerance[index] = tolerance_for(separable_error(s, row_magnitude, col_magnitude), magnitude);
+}
+
+// PerfBuffers for conv2d_separable: two filter vectors drawn afresh for every call (uniform in
+// [-1, 1], independently, so never symmetric), and d_temp. d_temp is neither drawn nor
+// collected: its contents on entry are undefined, and no answer can be kept in it from one
+// call to the next, since each call's input is new.
+struct SeparablePerfBuffers {
+  SeparablePerfBuffers(const Case& c, const Shape& s)
+      : shape(s), image(s.pixels(), c.input), row_filter(size_t(s.filter_size), vector_spec(c)),
+        col_filter(size_t(s.filter_size), vector_spec(c)), temp(s.pixels()), out(s.pixels()),
+        expected_value(s.pixels()), expected_tolerance(s.pixels()) {}
+
+  static labkit::InputSpec vector_spec(const Case& c) {
+    if (filter_kind(c) != "random")
+      throw std::invalid_argument("case " + c.name + ": a timed separable case draws random vectors");
+    return {labkit::Distribution::uniform, 0, -1.0, 1.0};
+  }
+
+  Expected expected() {
+    expected_separable_kernel<<<unsigned((shape.pixels() + 255) / 256), 256>>>(
+        image.drawn(), row_filter.drawn(), col_filter.drawn(), shape, expected_value.data(), expected_tolerance.data());
+    CUDA_CHECK_KERNELS(nullptr);
+    return {expected_value.download(), expected_tolerance.download()};
+  }
+
+  Shape shape;
+  labkit::FreshInput<float> image, row_filter, col_filter;
+  DeviceBuffer<float> temp;
+  labkit::TimedOutput<float> out;
+  DeviceBuffer<float> expected_value, expected_tolerance;
+};
+
+labkit::PerfSubject separable_subject(labkit::Function<decltype(conv2d_separable)> fn, SeparablePerfBuffers& b) {
+  return {labkit::timed_call([fn, &b](cudaStream_t stream) {
+                               const Shape& s = b.shape;
+                               fn(b.image.data(), s.rows, s.cols, b.row_filter.data(), b.col_filter.data(),
+                                  s.filter_size, b.temp.data(), b.out.data(), stream);
+                             },
+                             {&b.image, &b.row_filter, &b.col_filter}, {&b.out}),
+          [&b] { return check_performance_output(b.shape, b.expected(), b.out.collected()); }};
+}
+
+// The least a separable filter must move is what a single fused pass moves, as for conv2d: the
+// image read once and the output written once, plus the two vectors. A two-pass version also
+// writes and reads its intermediate image, twice these bytes.
+double separable_bytes_moved(const Shape& s) {
+  return 2.0 * sizeof(float) * double(s.pixels()) + 2.0 * sizeof(float) * double(s.filter_size);
+}
+
+bool is_separable_case(const Case& c) { return c.has("exercise") && c.params.at("exercise") == "separable"; }
+bool is_conv2d_case(const Case& c) { return !is_separable_case(c); }
+
 }  // namespace
 
 TEST_SUITE("correctness") {
   TEST_CASE("conv2d matches a double-precision CPU cross-correlation with zero padding") {
-    labkit::for_each_correctness_case([](const Case& c) { check_conv2d(c); });
+    labkit::for_each_correctness_case([](const Case& c) { check_conv2d(c); }, is_conv2d_case);
+  }
+  TEST_CASE("conv2d_separable matches the same cross-correlation with the outer product of its vectors") {
+    labkit::for_each_correctness_case([](const Case& c) { check_separable(c); }, is_separable_case);
   }
 }
 
@@ -410,7 +677,18 @@ TEST_SUITE("performance") {
       labkit::measure_performance(c, bytes_moved(s),
                                   perf_subject(labkit::student<decltype(conv2d)>("conv2d"), buffers),
                                   perf_subject(labkit::reference<decltype(conv2d)>("conv2d"), buffers),
-                                  image_copy(buffers));
-    });
+                                  image_copy(buffers.image, buffers.out));
+    }, is_conv2d_case);
+  }
+  TEST_CASE("conv2d_separable throughput against the reference") {
+    labkit::for_each_timed_case([&](const Case& c) {
+      const Shape s = shape_of(c);
+      SeparablePerfBuffers buffers(c, s);
+      labkit::measure_performance(
+          c, separable_bytes_moved(s),
+          separable_subject(labkit::student<decltype(conv2d_separable)>("conv2d_separable"), buffers),
+          separable_subject(labkit::reference<decltype(conv2d_separable)>("conv2d_separable"), buffers),
+          image_copy(buffers.image, buffers.out));
+    }, is_separable_case);
   }
 }
