@@ -240,8 +240,10 @@ static std::string sanitizer_cases(const LabResult& lab) {
   return cases;
 }
 
-// Points as the reports print them, to a millionth: shares of a lab's points add up to
+// A lab's or a report's total to a millionth: cases' shares of a lab's points add up to
 // 59.999999999999986 in binary, which a gradebook or a script reading the JSON should not see.
+// Each case keeps its exact share, so that totals made again from saved cases (a resumed
+// batch, Slurm's collect) come out the same.
 static double rounded(double points) { return std::round(points * 1e6) / 1e6; }
 
 json to_json(const LabResult& lab) {
@@ -249,8 +251,8 @@ json to_json(const LabResult& lab) {
   for (const CaseResult& c : lab.cases)
     cases.push_back({{"name", c.name}, {"kind", c.kind}, {"hidden", c.hidden}, {"ran", c.ran()},
                      {"passed", c.passed()}, {"outcome", labkit::protocol::to_string(c.outcome)},
-                     {"message", c.message}, {"points", rounded(c.points)},
-                     {"max_points", rounded(c.max_points)}, {"timing", c.timing}});
+                     {"message", c.message}, {"points", c.points},
+                     {"max_points", c.max_points}, {"timing", c.timing}});
   json sanitizer = json::array();
   for (const SanitizerRun& run : lab.sanitizer) sanitizer.push_back(to_json(run));
   return {{"id", lab.id}, {"name", lab.name}, {"title", lab.title}, {"status", to_string(lab.status)},
