@@ -1,7 +1,8 @@
-// Lab 12 benchmark: the reference solution on 1 GPU and on 2 GPUs (the speed-up is the
-// lab's point: the target is 1.6x or more), beside the chapter's single-GPU three-kernel
-// elimination. Every call is timed by the host's clock to the end of the work on every
-// GPU. Not a test: it prints numbers for people to read.
+// Lab 12 benchmark: first the machine (what one GPU pays to reach another, and what a switch
+// of the current device costs), then the reference solution on 1 GPU and on 2 GPUs (the
+// speed-up is the lab's point: the target is 1.6x or more), beside the chapter's single-GPU
+// three-kernel elimination. Every call is timed by the host's clock to the end of the work
+// on every GPU. Not a test: it prints numbers for people to read.
 #include "gauss.h"
 
 #include <labkit/bench.h>
@@ -11,11 +12,13 @@
 #include <labkit/timing.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -125,6 +128,102 @@ double scaled_residual(int n, const std::vector<float>& a, const std::vector<flo
   return residual / (a_norm * x_norm + b_norm);
 }
 
+// ---- the machine: peer copies and device switches ---------------------------------------
+// `nvidia-smi topo -m` names each link between two GPUs (NV18: NVLink; PIX, PHB, SYS: PCIe
+// through a switch, a host bridge or across CPU sockets). These rows time what the link
+// gives: a large copy's bandwidth and a 4-byte copy's latency, with peer access on (the copy
+// goes GPU to GPU) and off (the driver stages the same cudaMemcpyPeerAsync through host
+// memory). Buffers come from cudaMalloc: the kit's own buffers map every peer's memory
+// themselves, which peer access off would not undo.
+
+using Clock = std::chrono::steady_clock;
+
+struct DeviceBytes {
+  DeviceBytes(size_t bytes, int device) {
+    const labkit::DeviceScope scope(device);
+    CUDA_CHECK(cudaMalloc(&data, bytes));
+  }
+  ~DeviceBytes() { cudaFree(data); }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  void* data = nullptr;
+};
+
+double median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
+// The median time in ms of `repeats` copies of `bytes` from GPU `from` to GPU `to`, each
+// waited for on both, after two that warm the path up.
+double peer_copy_ms(int from, int to, size_t bytes, int repeats) {
+  DeviceBytes source(bytes, from), destination(bytes, to);
+  std::vector<double> ms;
+  for (int r = 0; r < repeats + 2; ++r) {
+    const auto start = Clock::now();
+    CUDA_CHECK(cudaMemcpyPeerAsync(destination.data, to, source.data, from, bytes, nullptr));
+    for (int device : {from, to}) {
+      const labkit::DeviceScope scope(device);
+      CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    if (r >= 2) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  return median(ms);
+}
+
+// Peer access between a and b, both ways, on or off (an "already" status is not an error).
+void set_peer_access(int a, int b, bool on) {
+  for (const auto& [device, peer] : {std::pair{a, b}, std::pair{b, a}}) {
+    const labkit::DeviceScope scope(device);
+    const cudaError_t status = on ? cudaDeviceEnablePeerAccess(peer, 0) : cudaDeviceDisablePeerAccess(peer);
+    if (status == cudaErrorPeerAccessAlreadyEnabled || status == cudaErrorPeerAccessNotEnabled)
+      cudaGetLastError();
+    else
+      CUDA_CHECK(status);
+  }
+}
+
+void bench_peer_copies(int from, int to) {
+  int can_access = 0;
+  CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access, to, from));
+  constexpr size_t large = size_t(256) << 20;
+  for (const bool peer_on : {true, false}) {
+    if (peer_on && !can_access) {
+      std::printf("GPU %d -> GPU %d  peer access on: not possible here (no direct path)\n", from, to);
+      continue;
+    }
+    set_peer_access(from, to, peer_on);
+    const double bandwidth_ms = peer_copy_ms(from, to, large, 20);
+    const double latency_ms = peer_copy_ms(from, to, 4, 200);
+    std::printf("GPU %d -> GPU %d  peer access %-3s  256 MiB: %8.1f GB/s   4 bytes: %6.1f us\n", from, to,
+                peer_on ? "on" : "off", double(large) / (bandwidth_ms * 1e6), latency_ms * 1e3);
+  }
+  set_peer_access(from, to, false);  // as a fresh process finds it: the reference turns it on itself
+}
+
+// What one host thread driving every GPU pays per switch of the current device.
+void bench_device_switch() {
+  const int gpus = labkit::device_count();
+  constexpr int switches = 100000;
+  const auto start = Clock::now();
+  for (int i = 0; i < switches; ++i) CUDA_CHECK(cudaSetDevice(i % gpus));
+  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count() / switches;
+  CUDA_CHECK(cudaSetDevice(0));
+  std::printf("cudaSetDevice %s: %.0f ns per call\n", gpus > 1 ? "switching between GPUs" : "to the current GPU (one GPU)",
+              ns);
+}
+
+void bench_machine() {
+  const int gpus = labkit::device_count();
+  if (gpus < 2) std::printf("one GPU visible: no peer copies to time\n");
+  for (int from = 0; from < gpus; ++from)
+    for (int to = 0; to < gpus; ++to)
+      if (from != to) bench_peer_copies(from, to);
+  bench_device_switch();
+}
+
+// ---- the solver --------------------------------------------------------------------------
+
 struct Row {
   const char* name;
   std::function<void(const float*, const float*, float*, int, cudaStream_t)> run;
@@ -178,6 +277,7 @@ void bench_size(int n, bool with_chapter) {
 int main() {
   labkit::start_benchmark(" (times by the host clock, to the end of the work on every GPU)");
   std::printf("GPUs visible: %d. GFLOP/s counts 2n^3/3 operations.\n", labkit::device_count());
+  bench_machine();
   bench_size(4096, true);
   bench_size(8192, true);
   bench_size(12288, false);  // the chapter's version takes seconds per call from here on
