@@ -112,6 +112,7 @@ std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_deta
 // GPU): the reports say so in one line instead of a table of cases all "not run" for the one
 // reason the lab's note gives. "" when some case ran.
 std::string none_ran(const LabResult& lab);
+
 // What a case's own row says instead of a shared hint.
 inline constexpr const char* see_shared_hint = "the same hint as other cases, below the table";
 bool in_shared_hint(const std::vector<SharedHint>& shared, const std::string& case_name);

@@ -232,6 +232,16 @@ bool same_output(const std::vector<float>& expected, const std::vector<float>& a
   return true;
 }
 
+
+// One row of the table: time, GB/s, % of the measured read bandwidth, ratio to the first row.
+void print_row(const char* label, const char* name, const labkit::TimingStats& t, double bytes, double peak_gbps,
+               double reference_ms, bool right) {
+  const double gbps = labkit::gigabytes_per_second(bytes, t.ms.median);
+  std::printf("%-16s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  ratio %5.2f  (%zu samples, +-%.2f%%)%s\n", label, name,
+              t.ms.median, gbps, 100 * gbps / peak_gbps, reference_ms / t.ms.median, t.ms.count,
+              100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
+}
+
 void bench_problem(const Problem& p, double peak_gbps) {
   const auto host_in = labkit::generate<float>(p.pixels(), {labkit::Distribution::uniform, 42, -1, 1});
   const auto host_filter =
@@ -253,10 +263,7 @@ void bench_problem(const Problem& p, double peak_gbps) {
     }
     const bool is_copy = std::string(v.name).find("cudaMemcpy") != std::string::npos;
     const bool right = is_copy ? output == host_in : same_output(reference_output, output, p);
-    const double gbps = labkit::gigabytes_per_second(p.bytes_moved(), t.ms.median);
-    std::printf("%-16s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  ratio %5.2f  (%zu samples, +-%.2f%%)%s\n", label,
-                v.name, t.ms.median, gbps, 100 * gbps / peak_gbps, reference_ms / t.ms.median, t.ms.count,
-                100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
+    print_row(label, v.name, t, p.bytes_moved(), peak_gbps, reference_ms, right);
   }
 }
 
@@ -348,10 +355,7 @@ void bench_separable_problem(const Problem& p, double peak_gbps) {
     }
     const bool is_copy = std::string(v.name).find("cudaMemcpy") != std::string::npos;
     const bool right = is_copy ? output == host_in : same_separable_output(reference_output, output, p);
-    const double gbps = labkit::gigabytes_per_second(p.bytes_moved(), t.ms.median);
-    std::printf("%-16s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  ratio %5.2f  (%zu samples, +-%.2f%%)%s\n", label,
-                v.name, t.ms.median, gbps, 100 * gbps / peak_gbps, reference_ms / t.ms.median, t.ms.count,
-                100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
+    print_row(label, v.name, t, p.bytes_moved(), peak_gbps, reference_ms, right);
   }
 }
 
