@@ -3,6 +3,7 @@
 // speed-up is the lab's point: the target is 1.6x or more), beside the chapter's single-GPU
 // three-kernel elimination. Every call is timed by the host's clock to the end of the work
 // on every GPU. Not a test: it prints numbers for people to read.
+#include "chapter_gauss.cuh"
 #include "gauss.h"
 
 #include <labkit/bench.h>
@@ -24,76 +25,6 @@
 namespace {
 
 using labkit::DeviceBuffer;
-constexpr int threads_per_block = 256;
-
-// ---- the chapter's single-GPU version (the lab's starter) -------------------------------
-// [A | b] stored by columns; per pivot: multipliers, pivot-row extraction, row elimination.
-
-int blocks_for(int count) { return (count + threads_per_block - 1) / threads_per_block; }
-
-constexpr int transpose_tile = 32;
-
-__global__ void chapter_transpose_kernel(const float* a, const float* b, float* abt, int n) {
-  __shared__ float tile[transpose_tile][transpose_tile + 1];
-  const int c = blockIdx.x * transpose_tile + threadIdx.x;
-  for (int dy = threadIdx.y; dy < transpose_tile; dy += blockDim.y) {
-    const int r = blockIdx.y * transpose_tile + dy;
-    if (r < n && c < n) tile[dy][threadIdx.x] = a[size_t(r) * n + c];
-  }
-  __syncthreads();
-  const int r = blockIdx.y * transpose_tile + threadIdx.x;
-  for (int dy = threadIdx.y; dy < transpose_tile; dy += blockDim.y) {
-    const int col = blockIdx.x * transpose_tile + dy;
-    if (r < n && col < n) abt[size_t(col) * n + r] = tile[threadIdx.x][dy];
-  }
-  if (blockIdx.x == 0 && threadIdx.y == 0 && r < n) abt[size_t(n) * n + r] = b[r];
-}
-
-__global__ void chapter_multipliers_kernel(const float* abt, float* multipliers, int n, int k) {
-  const int r = k + 1 + blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < n) multipliers[r] = abt[size_t(k) * n + r] / abt[size_t(k) * n + k];
-}
-
-__global__ void chapter_extract_pivot_row_kernel(const float* abt, float* pivot_row, int n, int k) {
-  const int c = k + blockIdx.x * blockDim.x + threadIdx.x;
-  if (c <= n) pivot_row[c] = abt[size_t(c) * n + k];
-}
-
-__global__ void chapter_row_elimination_kernel(float* abt, const float* multipliers, const float* pivot_row, int n,
-                                               int k) {
-  const int r = k + 1 + blockIdx.x * blockDim.x + threadIdx.x;
-  const int c = k + 1 + blockIdx.y;
-  if (r < n) abt[size_t(c) * n + r] -= multipliers[r] * pivot_row[c];
-}
-
-__global__ void chapter_back_substitution_kernel(float* abt, float* x, int n, int k) {
-  const float xk = abt[size_t(n) * n + k] / abt[size_t(k) * n + k];
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r == 0) x[k] = xk;
-  if (r < k) abt[size_t(n) * n + r] -= abt[size_t(k) * n + r] * xk;
-}
-
-struct ChapterScratch {
-  explicit ChapterScratch(int n) : abt(size_t(n + 1) * n), multipliers(n), pivot_row(n + 1) {}
-  DeviceBuffer<float> abt, multipliers, pivot_row;
-};
-
-void chapter_solve(ChapterScratch& s, const float* a, const float* b, float* x, int n, cudaStream_t stream) {
-  const dim3 tiles((n + transpose_tile - 1) / transpose_tile, (n + transpose_tile - 1) / transpose_tile);
-  chapter_transpose_kernel<<<tiles, dim3(transpose_tile, 8), 0, stream>>>(a, b, s.abt.data(), n);
-  for (int k = 0; k + 1 < n; ++k) {
-    const int rows_below = n - k - 1;
-    chapter_multipliers_kernel<<<blocks_for(rows_below), threads_per_block, 0, stream>>>(s.abt.data(),
-                                                                                         s.multipliers.data(), n, k);
-    chapter_extract_pivot_row_kernel<<<blocks_for(n + 1 - k), threads_per_block, 0, stream>>>(s.abt.data(),
-                                                                                              s.pivot_row.data(), n, k);
-    chapter_row_elimination_kernel<<<dim3(blocks_for(rows_below), n - k), threads_per_block, 0, stream>>>(
-        s.abt.data(), s.multipliers.data(), s.pivot_row.data(), n, k);
-  }
-  for (int k = n - 1; k >= 0; --k)
-    chapter_back_substitution_kernel<<<blocks_for(std::max(k, 1)), threads_per_block, 0, stream>>>(s.abt.data(), x,
-                                                                                                   n, k);
-}
 
 // ---- inputs and checking ----------------------------------------------------------------
 
@@ -243,11 +174,11 @@ void bench_size(int n, bool with_chapter) {
       {"reference, 1 GPU", [](const float* a, const float* b, float* x, int n, cudaStream_t s) { gauss_solve(a, b, x, n, 1, s); }, false},
       {"reference, 2 GPUs", [](const float* a, const float* b, float* x, int n, cudaStream_t s) { gauss_solve(a, b, x, n, 2, s); }, true},
   };
-  std::unique_ptr<ChapterScratch> scratch;
+  std::unique_ptr<chapter_gauss::OneGpuSolver> chapter;
   if (with_chapter) {
-    scratch = std::make_unique<ChapterScratch>(n);
+    chapter = std::make_unique<chapter_gauss::OneGpuSolver>(n);
     rows.push_back({"chapter: 1 GPU, 3 kernels",
-                    [&scratch](const float* a, const float* b, float* x, int n, cudaStream_t s) { chapter_solve(*scratch, a, b, x, n, s); },
+                    [&chapter](const float* a, const float* b, float* x, int n, cudaStream_t s) { (*chapter)(a, b, x, n, s); },
                     false});
   }
 
