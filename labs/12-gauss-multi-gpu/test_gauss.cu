@@ -2,6 +2,8 @@
 // judged by its residual (and, for small n, against a double-precision solve on the host);
 // one case also checks that two GPUs are faster than one. Then the 2-GPU call's speed
 // against the reference solution's 2-GPU call.
+// Part 2 (cases marked `mpi`, at the end of the helpers): mpi_gauss_solve in two MPI ranks
+// under mpirun, checked and timed the same way.
 #include "gauss.h"
 
 #include <labkit/lab.h>
