@@ -3,15 +3,20 @@
 // Then the lesson, timed: a 2-GPU call earns speed points only when it is faster than the
 // same submission's 1-GPU call (the work is split), and is timed against the chapter's
 // elimination on one GPU and against the reference solution's 2-GPU call.
+// Part 2 (cases marked `mpi`, at the end of the helpers): mpi_gauss_solve in two MPI ranks
+// under mpirun, checked and timed against the reference's ranks.
 #include "chapter_gauss.cuh"
 #include "gauss.h"
 
 #include <labkit/lab.h>
+#include <labkit/mpi_part.h>
+#include <labkit/row_bands.h>
 #include <labkit/variants.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -391,9 +396,185 @@ const OwnSpeedup& own_speedup(const Case& c, PerfInputs& inputs, DeviceBuffer<fl
 
 }  // namespace
 
+// ---- part 2: mpi_gauss_solve, one process per GPU under mpirun -----------------------------
+// Cases marked `mpi` run the student's mpi_gauss_solve in two MPI ranks, rank r on GPU r
+// (labkit/rank_group.h): rank 0 gets the system in buffers on GPU 0, which the checks own and
+// read back, the other rank only n. Each case is solved twice, on new systems in the same
+// buffers, and judged as part 1 judges its answers.
+namespace {
+
+constexpr int part2_ranks = 2;  // one rank per GPU: the lab's two
+const char* const gauss_rank_program = "lab-12-gauss-multi-gpu-mpi-rank";
+
+bool mpi_case(const Case& c) { return c.integer("mpi", 0) != 0; }
+bool single_process_case(const Case& c) { return !mpi_case(c); }
+
+labkit::MpiRanks& gauss_ranks() {
+  static labkit::MpiRanks ranks(gauss_rank_program);
+  return ranks;
+}
+
+// "" when part 2 can run here; else why not (no MPI first, as lab 13 says it, then GPUs).
+std::string part2_unavailable(labkit::RankSide side) {
+  if (std::string why = gauss_ranks().unavailable(side); !why.empty()) return why;
+  if (labkit::device_count() < part2_ranks)
+    return "not run: this lab needs 2 GPUs, this machine has " + std::to_string(labkit::device_count());
+  return "";
+}
+
+// One call on every rank: rank 0 solves with the system at a, b and writes x; the others get
+// null pointers and n. Returns our clock's time from the call to the end of every GPU's work.
+double call_mpi_gauss(labkit::RankGroup& group, float* a, float* b, float* x, int n) {
+  std::vector<labkit::wire::Request> requests;
+  for (int rank = 0; rank < part2_ranks; ++rank) {
+    const bool root = rank == 0;
+    labkit::wire::Request request;
+    request.op = labkit::wire::Op::call;
+    labkit::wire::set_text(request.function, sizeof request.function, "mpi_gauss_solve");
+    request.argument_count = 4;
+    request.arguments[0] = labkit::encode_argument<const float*>(root ? a : nullptr);
+    request.arguments[1] = labkit::encode_argument<const float*>(root ? b : nullptr);
+    request.arguments[2] = labkit::encode_argument<float*>(root ? x : nullptr);
+    request.arguments[3] = labkit::encode_argument<int>(n);
+    requests.push_back(request);
+  }
+  labkit::synchronize_all_devices();  // the inputs have landed before the ranks read them
+  const auto started = std::chrono::steady_clock::now();
+  group.call(requests);
+  labkit::synchronize_all_devices();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+}
+
+// The bands a correct chapter-style split gives for n rows over the ranks, in words.
+std::string describe_bands(int n) {
+  const labkit::RowBands bands = labkit::row_bands(n, part2_ranks, n + 1);
+  return "for n = " + std::to_string(n) + " over " + std::to_string(part2_ranks) + " ranks, bands of " +
+         labkit::braced(bands.rows) + " rows: counts " + labkit::braced(bands.counts) + " and displacements " +
+         labkit::braced(bands.displacements) + " floats of [A | b] (n + 1 floats a row)";
+}
+
+// Names the likely mistake of a wrong answer from rank 0.
+std::string diagnose_mpi(int n, const std::string& problem) {
+  if (problem.find("never written") != std::string::npos)
+    return problem + ": x must be complete on rank 0's GPU, including the unknowns of rows the other ranks "
+                     "eliminated (gather their rows to the root, or keep every broadcast pivot row there)";
+  if (n % part2_ranks != 0)
+    return problem + ". n = " + std::to_string(n) + " is not a multiple of the " + std::to_string(part2_ranks) +
+           " ranks: the usual cause is MPI_Scatterv's or MPI_Gatherv's counts and displacements, which must "
+           "cover every row once (" + describe_bands(n) +
+           "). Each displacement is the sum of the counts before it, not the rank times its own count; and "
+           "n / ranks rounds down, so equal bands of n / ranks rows miss the last n % ranks rows";
+  return problem + ". Every rank must eliminate its rows with each pivot row above them, in order: row k comes "
+                   "from the rank that owns it (MPI_Bcast with that rank as root, or MPI_Isend/MPI_Irecv), the "
+                   "owner copies it to the host only after its stream has finished step k-1, and the receivers "
+                   "copy it to their GPU only after MPI has delivered it (hint: cudaStreamSynchronize before "
+                   "the MPI call, and never reuse a host buffer a pending copy still reads)";
+}
+
+// The case's two calls, each on a new system in the same buffers; "" when both are right.
+std::string run_mpi_calls(const Case& c) {
+  const labkit::DeviceScope on_gpu0(0);
+  const int n = int(c.n);
+  std::unique_ptr<DeviceSystem> d;
+  for (int round = 0; round < 2; ++round) {
+    const System s = make_system(c, uint64_t(round));
+    if (!d) d = std::make_unique<DeviceSystem>(s);
+    d->a.upload(s.a), d->b.upload(s.b), d->x.poison();
+    try {
+      call_mpi_gauss(gauss_ranks().group(labkit::RankSide::student, part2_ranks), d->a.data(), d->b.data(),
+                     d->x.data(), n);
+    } catch (const labkit::CudaError& error) {
+      return error.what();
+    }
+    if (d->a.download() != s.a || d->b.download() != s.b)
+      return "mpi_gauss_solve modified rank 0's d_a or d_b: they are inputs and must come back unchanged (copy "
+             "them to the host, or into memory of your own, before eliminating)";
+    const std::vector<double> host_x = n <= largest_host_solve ? solve_on_host(s) : std::vector<double>{};
+    const std::string problem = judge(c, s, d->x.download(), host_x);
+    if (problem.empty()) continue;
+    if (round > 0)
+      return "the first call was right, the second (a new system in the same buffers) was not: " + problem +
+             " (hint: state kept from the earlier call, such as a band or a split made for the first system)";
+    return diagnose_mpi(n, problem);
+  }
+  return "";
+}
+
+void check_mpi_solve(const Case& c) {
+  if (const std::string why = part2_unavailable(labkit::RankSide::student); !why.empty()) {
+    if (!labkit::export_dir().empty()) {  // grade export needs neither MPI nor a GPU
+      const System s = make_system(c);
+      labkit::export_array(c, "a", s.a, {size_t(s.n), size_t(s.n)});
+      labkit::export_array(c, "b", s.b);
+    }
+    return labkit::not_run(c, why);
+  }
+  const std::string problem = run_mpi_calls(c);
+  labkit::verdict(c, problem.empty(), problem);
+}
+
+// The residual of the last timed call's x against the system it was given.
+std::string mpi_residual_problem(const PerfInputs& inputs, DeviceBuffer<float>& x) {
+  const System& s = inputs.systems[size_t(inputs.current)];
+  const double residual = scaled_residual(s, x.download());
+  return residual <= residual_bound(s.n) ? std::string()
+                                         : "residual " + show(residual) + " above " + show(residual_bound(s.n));
+}
+
+// Both sides by our clock, from the call until every GPU is done: the ranks report no time of
+// their own, so the student's figure is what "its process reported" and what our clock saw.
+labkit::PerfSubject mpi_perf_subject(labkit::RankSide side, const Case& c, PerfInputs& inputs,
+                                     DeviceBuffer<float>& x) {
+  const int n = int(c.n);
+  labkit::TimedCall call;
+  call.launch = [side, n, &inputs, &x](cudaStream_t) {
+    const double ms = call_mpi_gauss(gauss_ranks().group(side, part2_ranks), inputs.a->data(), inputs.b->data(),
+                                     x.data(), n);
+    if (labkit::RemoteTiming* timing = labkit::current_remote_timing()) {
+      ++timing->calls;
+      timing->event_ms = timing->wall_ms = ms;
+    }
+  };
+  call.prepare = [side, &inputs, &x](int sample) {
+    gauss_ranks().keep_only(side);
+    inputs.current = labkit::pick_variant(sample, inputs.a->count());
+    inputs.a->load(inputs.current);
+    inputs.b->load(inputs.current);
+    x.poison();
+  };
+  call.host_clock = true;
+  return {call, [&inputs, &x] { return mpi_residual_problem(inputs, x); }};
+}
+
+// One message and one host synchronisation per pivot, and a trailing matrix read once per
+// pivot, hold the chapter's version far below the reference's rate. 2 TFLOP/s (counting
+// 2n^3/3) is an estimate of where that design tops out on 2 H100s; not measured.
+labkit::PerfHint mpi_hint(int n) {
+  return [n](double student_ms) -> std::string {
+    const double tflops = 2.0 * double(n) * n * n / 3 / (student_ms * 1e-3) / 1e12;
+    if (tflops >= 2) return "";
+    char text[600];
+    std::snprintf(text, sizeof text,
+                  "%.2f TFLOP/s (2n^3/3 in %.1f ms), %.1f us per pivot: a message and a host synchronisation "
+                  "per pivot, and every step reading the whole trailing matrix, cost more than the arithmetic. "
+                  "Broadcast blocks of 64 finished rows (part 1's blocked update, one message per 64 pivots), "
+                  "deal the row blocks out cyclically, and send the next block row with MPI_Isend/MPI_Irecv "
+                  "while the GPUs run this step's update",
+                  tflops, student_ms, student_ms * 1e3 / n);
+    return text;
+  };
+}
+
+}  // namespace
+
 TEST_SUITE("correctness") {
   TEST_CASE("gauss_solve solves diagonally dominant systems on 1 and 2 GPUs") {
-    labkit::for_each_correctness_case([](const Case& c) { check_solve(c); });
+    labkit::for_each_correctness_case([](const Case& c) { check_solve(c); }, single_process_case);
+  }
+
+  TEST_CASE("mpi_gauss_solve, one process per GPU, solves diagonally dominant systems") {
+    labkit::for_each_correctness_case(check_mpi_solve, mpi_case);
+    gauss_ranks().stop();
   }
 }
 
@@ -423,6 +604,24 @@ TEST_SUITE("performance") {
                                   perf_subject(labkit::student<decltype(gauss_solve)>("gauss_solve"), c, inputs, x),
                                   perf_subject(against, c, inputs, x), /*library=*/{},
                                   uneven_split_hint(speedup, n), work_split_required(speedup, n));
-    });
+    }, single_process_case);
+  }
+
+  TEST_CASE("mpi_gauss_solve on 2 ranks against the reference on 2 ranks") {
+    labkit::for_each_timed_case(
+        [](const Case& c) {
+          std::string why = part2_unavailable(labkit::RankSide::student);
+          if (why.empty()) why = part2_unavailable(labkit::RankSide::reference);
+          if (!why.empty()) return labkit::not_run(c, why);
+          const labkit::DeviceScope on_gpu0(0);
+          PerfInputs inputs(c);
+          DeviceBuffer<float> x(c.n, 0);
+          const double bytes = (double(c.n) * double(c.n) + 2.0 * double(c.n)) * sizeof(float);  // as part 1
+          labkit::measure_performance(c, bytes, mpi_perf_subject(labkit::RankSide::student, c, inputs, x),
+                                      mpi_perf_subject(labkit::RankSide::reference, c, inputs, x),
+                                      /*library=*/{}, mpi_hint(int(c.n)));
+          gauss_ranks().stop();  // before the inputs they mapped are freed
+        },
+        mpi_case);
   }
 }

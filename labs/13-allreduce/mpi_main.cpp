@@ -9,7 +9,7 @@
 // timed (the slowest rank's time, median of 20 calls) and its bus bandwidth printed. Exit
 // status 0 when every check passed on every rank.
 #include "mpi_allreduce.h"
-#include "rank_on_node.h"
+#include <labkit/rank_on_node.h>
 
 #include <mpi.h>
 
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &me.size);
   int devices = 0;
   MPI_CUDA_CHECK(cudaGetDeviceCount(&devices));
-  const int device = rank_on_node() % std::max(devices, 1);
+  const int device = labkit::rank_on_node() % std::max(devices, 1);
   MPI_CUDA_CHECK(cudaSetDevice(device));
   MPI_CUDA_CHECK(cudaStreamCreateWithFlags(&me.stream, cudaStreamNonBlocking));
   if (me.rank == 0) std::printf("%d ranks, rank r on GPU r of its node\n", me.size);

@@ -3,7 +3,7 @@
 // the checks, which read the result from memory they own (labkit/rank_group.h). Started with
 // --launch, the same program is the sandboxed launcher that becomes mpirun.
 #include "mpi_allreduce.h"
-#include "rank_on_node.h"
+#include <labkit/rank_on_node.h>
 
 #include <labkit/rank_host.h>
 
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   labkit::RankHostOptions options = labkit::parse_rank_arguments(argc, argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &options.rank);
-  options.device = rank_on_node();
+  options.device = labkit::rank_on_node();
   // No MPI_Finalize: the checks end the job by killing it, and a rank whose peer has gone
   // would wait in it for ever.
   std::_Exit(labkit::serve_rank(options, "mpi_allreduce", call_mpi_allreduce));

@@ -6,7 +6,7 @@
 #include "allreduce.h"
 
 #include <labkit/lab.h>
-#include <labkit/rank_group.h>
+#include <labkit/mpi_part.h>
 #include <labkit/variants.h>
 
 #include <algorithm>
@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <memory>
 
@@ -341,60 +340,13 @@ double bus_bytes(size_t n, int gpus) { return 2.0 * (gpus - 1) / gpus * double(n
 
 // ---- part 2: mpi_allreduce, one process per GPU under mpirun --------------------------------
 
-// Whose code the ranks run. The grader compiles the student's mpi_allreduce.cu apart (it is
-// loaded by the ranks, not by the host) and names it in LABKIT_MODULE_MPI; the reference's
-// sits beside the reference module. The rank program sits beside this runner.
-enum class Side { student, reference };
-
-std::string beside_runner(const std::string& name) {
-  return (std::filesystem::canonical("/proc/self/exe").parent_path() / name).string();
-}
-
-std::string mpi_module(Side side) {
-  if (side == Side::reference) {
-    const std::filesystem::path reference = labkit::reference_module().path();
-    return (reference.parent_path() / (reference.stem().string() + "-mpi.so")).string();
-  }
-  const char* student = std::getenv("LABKIT_MODULE_MPI");
-  return student != nullptr ? student : "";
-}
+using Side = labkit::RankSide;
 
 // "" when part 2 can run here; else why not ("not run: needs MPI (...)").
-std::string mpi_unavailable(Side side) {
-  return labkit::why_ranks_cannot_run(beside_runner("lab-13-allreduce-mpi-rank"), mpi_module(side),
-                                      labkit::find_mpirun());
-}
+std::string mpi_unavailable(Side side) { return labkit::mpi_unavailable("lab-13-allreduce-mpi-rank", side); }
 
-// At most one group of ranks exists at a time: none of the submission's while the reference
-// is timed, and one GPU context per rank and GPU. A group keeps its ranks from case to case,
-// as the host does; a case with another GPU count starts a new one.
-class MpiRanks {
-public:
-  labkit::RankGroup& group(Side side, int ranks) {
-    keep_only(side);
-    std::unique_ptr<labkit::RankGroup>& group = side == Side::student ? student_ : reference_;
-    if (group && group_ranks_ != ranks) group.reset();
-    if (!group) {
-      labkit::RankGroupOptions options;
-      options.mpirun = labkit::find_mpirun().value_or("mpirun");
-      options.program = beside_runner("lab-13-allreduce-mpi-rank");
-      options.module = mpi_module(side);
-      options.ranks = ranks;
-      group = std::make_unique<labkit::RankGroup>(options);
-      group_ranks_ = ranks;
-    }
-    return *group;
-  }
-  void keep_only(Side side) { (side == Side::student ? reference_ : student_).reset(); }
-  void stop() { student_.reset(), reference_.reset(); }
-
-private:
-  std::unique_ptr<labkit::RankGroup> student_, reference_;
-  int group_ranks_ = 0;
-};
-
-MpiRanks& mpi_ranks() {
-  static MpiRanks ranks;
+labkit::MpiRanks& mpi_ranks() {
+  static labkit::MpiRanks ranks("lab-13-allreduce-mpi-rank");
   return ranks;
 }
 
