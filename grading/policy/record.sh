@@ -19,11 +19,15 @@ tiers=(${TIERS:-starter chapter reference})
 for tier in "${tiers[@]}"; do mkdir -p "$class/$tier"; done
 for lab in "$root"/labs/[0-9][0-9]-*/; do
   name=$(basename "$lab")
+  chapter="$root/grading/policy/chapter/$name"
   for file in $(sed -n 's/^student_files: \[\(.*\)\].*/\1/p' "$lab/lab.yaml" | tr -d ' ' | tr ',' ' '); do
     [[ -d "$class/starter" ]] && cp "$lab/$file" "$class/starter/"
+    # A part whose chapter technique is all it asks has no chapter file: the reference's is it.
+    if [[ -d "$class/chapter" && -d "$chapter" ]]; then
+      if [[ -f "$chapter/$file" ]]; then cp "$chapter/$file" "$class/chapter/"; else cp "$root/solutions/$name/$file" "$class/chapter/"; fi
+    fi
   done
   [[ -d "$class/reference" ]] && cp "$root/solutions/$name"/* "$class/reference/"
-  [[ -d "$class/chapter" && -d "$root/grading/policy/chapter/$name" ]] && cp "$root/grading/policy/chapter/$name"/* "$class/chapter/"
 done
 chmod -R a+rX "$(dirname "$class")"  # the sandboxed hosts run as nobody
 

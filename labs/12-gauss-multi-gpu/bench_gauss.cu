@@ -5,6 +5,7 @@
 // on every GPU. Not a test: it prints numbers for people to read.
 #include "chapter_gauss.cuh"
 #include "gauss.h"
+#include "peer_copies.cuh"
 
 #include <labkit/bench.h>
 #include <labkit/buffer.h>
@@ -64,81 +65,31 @@ double scaled_residual(int n, const std::vector<float>& a, const std::vector<flo
 // through a switch, a host bridge or across CPU sockets). These rows time what the link
 // gives: a large copy's bandwidth and a 4-byte copy's latency, with peer access on (the copy
 // goes GPU to GPU) and off (the driver stages the same cudaMemcpyPeerAsync through host
-// memory). Buffers come from cudaMalloc: the kit's own buffers map every peer's memory
-// themselves, which peer access off would not undo.
-
-using Clock = std::chrono::steady_clock;
-
-struct DeviceBytes {
-  DeviceBytes(size_t bytes, int device) {
-    const labkit::DeviceScope scope(device);
-    CUDA_CHECK(cudaMalloc(&data, bytes));
-  }
-  ~DeviceBytes() { cudaFree(data); }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-  void* data = nullptr;
-};
-
-double median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-  return values[values.size() / 2];
-}
-
-// The median time in ms of `repeats` copies of `bytes` from GPU `from` to GPU `to`, each
-// waited for on both, after two that warm the path up.
-double peer_copy_ms(int from, int to, size_t bytes, int repeats) {
-  DeviceBytes source(bytes, from), destination(bytes, to);
-  std::vector<double> ms;
-  for (int r = 0; r < repeats + 2; ++r) {
-    const auto start = Clock::now();
-    CUDA_CHECK(cudaMemcpyPeerAsync(destination.data, to, source.data, from, bytes, nullptr));
-    for (int device : {from, to}) {
-      const labkit::DeviceScope scope(device);
-      CUDA_CHECK(cudaDeviceSynchronize());
-    }
-    if (r >= 2) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  return median(ms);
-}
-
-// Peer access between a and b, both ways, on or off (an "already" status is not an error).
-void set_peer_access(int a, int b, bool on) {
-  for (const auto& [device, peer] : {std::pair{a, b}, std::pair{b, a}}) {
-    const labkit::DeviceScope scope(device);
-    const cudaError_t status = on ? cudaDeviceEnablePeerAccess(peer, 0) : cudaDeviceDisablePeerAccess(peer);
-    if (status == cudaErrorPeerAccessAlreadyEnabled || status == cudaErrorPeerAccessNotEnabled)
-      cudaGetLastError();
-    else
-      CUDA_CHECK(status);
-  }
-}
+// memory). The measurement is peer_copies.cuh's, which part 3's checks compare with yours.
 
 void bench_peer_copies(int from, int to) {
-  int can_access = 0;
-  CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access, to, from));
   constexpr size_t large = size_t(256) << 20;
   for (const bool peer_on : {true, false}) {
-    if (peer_on && !can_access) {
+    if (peer_on && !peer_copies::direct_path(to, from)) {
       std::printf("GPU %d -> GPU %d  peer access on: not possible here (no direct path)\n", from, to);
       continue;
     }
-    set_peer_access(from, to, peer_on);
-    const double bandwidth_ms = peer_copy_ms(from, to, large, 20);
-    const double latency_ms = peer_copy_ms(from, to, 4, 200);
+    const peer_copies::PeerAccessScope access(from, to, peer_on);
+    const double bandwidth_ms = peer_copies::peer_copy_ms(from, to, large, 20);
+    const double latency_ms = peer_copies::peer_copy_ms(from, to, 4, 200);
     std::printf("GPU %d -> GPU %d  peer access %-3s  256 MiB: %8.1f GB/s   4 bytes: %6.1f us\n", from, to,
                 peer_on ? "on" : "off", double(large) / (bandwidth_ms * 1e6), latency_ms * 1e3);
   }
-  set_peer_access(from, to, false);  // as a fresh process finds it: the reference turns it on itself
 }
 
 // What one host thread driving every GPU pays per switch of the current device.
 void bench_device_switch() {
   const int gpus = labkit::device_count();
   constexpr int switches = 100000;
-  const auto start = Clock::now();
+  const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < switches; ++i) CUDA_CHECK(cudaSetDevice(i % gpus));
-  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count() / switches;
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / switches;
   CUDA_CHECK(cudaSetDevice(0));
   std::printf("cudaSetDevice %s: %.0f ns per call\n", gpus > 1 ? "switching between GPUs" : "to the current GPU (one GPU)",
               ns);

@@ -1,7 +1,9 @@
-// Lab 12 contract. Do not edit: the grader compiles your gauss.cu against its own copy.
+// Lab 12 contract. Do not edit: the grader compiles your gauss.cu and peer_copy.cu against its own copy.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <cstddef>
 
 // Solves A x = b in FP32 by Gaussian elimination, with the rows of A split over GPUs
 // 0 .. gpus-1.
@@ -19,3 +21,14 @@
 // when the work the call enqueued has finished; the grader waits for every device.
 // Nothing is kept between calls except what you cache yourself.
 extern "C" void gauss_solve(const float* d_a, const float* d_b, float* d_x, int n, int gpus, cudaStream_t stream);
+
+// Part 3, measuring the machine (in peer_copy.cu): the time of one cudaMemcpyPeerAsync of
+// `bytes` from GPU `from` to GPU `to`, in microseconds: the median of `repeats` copies, each
+// one finished on both GPUs before the clock stops, after a few copies that are not counted
+// (the first one sets up the path). The buffers are the call's own (cudaMalloc).
+// - peer_access = 1: with peer access enabled between the two GPUs, both ways, so the copy
+//   goes from GPU to GPU directly; 0: with it disabled both ways, so the driver stages the
+//   same copy through host memory. The checks call it only where cudaDeviceCanAccessPeer
+//   allows peer access.
+// - Leave peer access as you found it: your gauss_solve, in the same process, may rely on it.
+extern "C" double time_peer_copy(int from, int to, int peer_access, size_t bytes, int repeats);

@@ -3,10 +3,12 @@
 // Then the lesson, timed: a 2-GPU call earns speed points only when it is faster than the
 // same submission's 1-GPU call (the work is split), and is timed against the chapter's
 // elimination on one GPU and against the reference solution's 2-GPU call.
-// Part 2 (cases marked `mpi`, at the end of the helpers): mpi_gauss_solve in two MPI ranks
-// under mpirun, checked and timed against the reference's ranks.
+// Part 2 (cases marked `mpi`, after part 1's helpers): mpi_gauss_solve in two MPI ranks
+// under mpirun, checked and timed against the reference's ranks. Part 3 (cases marked `peer`):
+// time_peer_copy's measurement against the kit's own.
 #include "chapter_gauss.cuh"
 #include "gauss.h"
+#include "peer_copies.cuh"
 
 #include <labkit/lab.h>
 #include <labkit/mpi_part.h>
@@ -406,8 +408,10 @@ namespace {
 constexpr int part2_ranks = 2;  // one rank per GPU: the lab's two
 const char* const gauss_rank_program = "lab-12-gauss-multi-gpu-mpi-rank";
 
+// Which part a case belongs to: part 2's are marked `mpi`, part 3's `peer`, the rest are part 1's.
 bool mpi_case(const Case& c) { return c.integer("mpi", 0) != 0; }
-bool single_process_case(const Case& c) { return !mpi_case(c); }
+bool peer_case(const Case& c) { return c.integer("peer", 0) != 0; }
+bool single_process_case(const Case& c) { return !mpi_case(c) && !peer_case(c); }
 
 labkit::MpiRanks& gauss_ranks() {
   static labkit::MpiRanks ranks(gauss_rank_program);
@@ -567,6 +571,92 @@ labkit::PerfHint mpi_hint(int n) {
 
 }  // namespace
 
+// ---- part 3: measuring the machine -----------------------------------------------------
+// Cases marked `peer` ask the student's time_peer_copy for a large copy's time between two
+// GPUs with peer access on or off, and compare it with the kit's own measurement of the same
+// copy (peer_copies.cuh), taken just before and just after in this process, with peer access
+// on and off, so that a wrong answer can be named: the copy staged when it should be direct,
+// or a clock stopped before the copy ended.
+namespace {
+
+// How far a student's time may sit from the kit's and still be the same measurement: two
+// processes timing one copy, a few percent apart, with room for a busy host.
+constexpr double same_measurement_factor = 1.5;
+
+struct KitCopyTimes {
+  double on_us = 0, off_us = 0;  // on: 0 where there is no direct path
+};
+
+KitCopyTimes kit_copy_times(int from, int to, size_t bytes, int repeats) {
+  KitCopyTimes t;
+  if (peer_copies::direct_path(from, to) && peer_copies::direct_path(to, from)) {
+    const peer_copies::PeerAccessScope access(from, to, true);
+    t.on_us = peer_copies::peer_copy_ms(from, to, bytes, repeats) * 1e3;
+  }
+  const peer_copies::PeerAccessScope access(from, to, false);
+  t.off_us = peer_copies::peer_copy_ms(from, to, bytes, repeats) * 1e3;
+  return t;
+}
+
+bool same_measurement(double student_us, double low_us, double high_us) {
+  return student_us >= low_us / same_measurement_factor && student_us <= high_us * same_measurement_factor;
+}
+
+std::string copy_rate(double us, size_t bytes) { return show(double(bytes) / (us * 1e3)) + " GB/s"; }
+
+// Names the likely mistake from where the student's time lies against the kit's two.
+std::string diagnose_copy(bool on, double student_us, const KitCopyTimes& before, const KitCopyTimes& after,
+                          size_t bytes) {
+  const double expected_low = std::min(on ? before.on_us : before.off_us, on ? after.on_us : after.off_us);
+  const double expected_high = std::max(on ? before.on_us : before.off_us, on ? after.on_us : after.off_us);
+  const double other_low = std::min(on ? before.off_us : before.on_us, on ? after.off_us : after.on_us);
+  const double other_high = std::max(on ? before.off_us : before.on_us, on ? after.off_us : after.on_us);
+  const std::string measured = "you measured " + show(student_us) + " us (" + copy_rate(student_us, bytes) +
+                               "), the kit " + show(expected_low) + "-" + show(expected_high) + " us (" +
+                               copy_rate(expected_high, bytes) + ") with peer access " + (on ? "on" : "off");
+  if (other_low > 0 && same_measurement(student_us, other_low, other_high))
+    return measured + (on ? ": as slow as the same copy with peer access off. Peer access was never enabled: "
+                            "cudaDeviceEnablePeerAccess on each GPU for the other (after cudaDeviceCanAccessPeer)"
+                          : ": as fast as the same copy with peer access on. Peer access was still enabled: "
+                            "cudaDeviceDisablePeerAccess on each GPU for the other, then enable it again if it "
+                            "was on when your call began");
+  if (student_us < expected_low)
+    return measured + ": faster than the link allows. The clock stopped before the copy ended: "
+                      "cudaMemcpyPeerAsync returns once the copy is queued, so synchronise both GPUs (or wait "
+                      "on an event recorded after the copy) before reading the clock";
+  return measured + ": slower than the link. Look for copies that should not be counted (the first sets up the "
+                    "path), allocation or peer-access setup inside the timed loop, or a mean that one slow copy "
+                    "pulled up (take the median)";
+}
+
+void check_peer_copy(const Case& c) {
+  if (labkit::device_count() < 2)
+    return labkit::not_run(c, "not run: this lab needs 2 GPUs, this machine has " +
+                                  std::to_string(labkit::device_count()));
+  const int from = int(c.integer("from")), to = int(c.integer("to")), repeats = int(c.integer("repeats"));
+  const bool on = c.integer("peer_access") != 0;
+  const size_t bytes = c.n;
+  if (on && !(peer_copies::direct_path(from, to) && peer_copies::direct_path(to, from)))
+    return labkit::not_run(c, "not run: GPUs " + std::to_string(from) + " and " + std::to_string(to) +
+                                  " have no direct path here (cudaDeviceCanAccessPeer)");
+  labkit::hold_gpu_alone();  // a verdict from times: no other lab's run on these GPUs meanwhile
+  const KitCopyTimes before = kit_copy_times(from, to, bytes, repeats);
+  const double student_us =
+      labkit::student<decltype(time_peer_copy)>("time_peer_copy")(from, to, on ? 1 : 0, bytes, repeats);
+  const KitCopyTimes after = kit_copy_times(from, to, bytes, repeats);
+  if (!(std::isfinite(student_us) && student_us > 0)) {
+    labkit::verdict(c, false, "time_peer_copy returned " + show(student_us) +
+                                  ": a copy's time is a positive number of microseconds");
+    return;
+  }
+  const double low = std::min(on ? before.on_us : before.off_us, on ? after.on_us : after.off_us);
+  const double high = std::max(on ? before.on_us : before.off_us, on ? after.on_us : after.off_us);
+  if (same_measurement(student_us, low, high)) return labkit::verdict(c, true);
+  labkit::verdict(c, false, diagnose_copy(on, student_us, before, after, bytes));
+}
+
+}  // namespace
+
 TEST_SUITE("correctness") {
   TEST_CASE("gauss_solve solves diagonally dominant systems on 1 and 2 GPUs") {
     labkit::for_each_correctness_case([](const Case& c) { check_solve(c); }, single_process_case);
@@ -575,6 +665,10 @@ TEST_SUITE("correctness") {
   TEST_CASE("mpi_gauss_solve, one process per GPU, solves diagonally dominant systems") {
     labkit::for_each_correctness_case(check_mpi_solve, mpi_case);
     gauss_ranks().stop();
+  }
+
+  TEST_CASE("time_peer_copy measures what the kit measures, with peer access on and off") {
+    labkit::for_each_correctness_case(check_peer_copy, peer_case);
   }
 }
 
