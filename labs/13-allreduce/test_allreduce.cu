@@ -429,6 +429,27 @@ labkit::PerfHint mpi_hint(double bytes) {
 
 bool ring_case(const Case& c) { return !mpi_case(c); }
 
+// Part 1's advice for a slow call, from its bus bandwidth: below what NVLink between two
+// GPUs gives many times over, the algorithm is the limit, and gathering to one GPU is the
+// usual one. (On a machine joined only by PCIe every call gets it; it costs nothing.)
+labkit::PerfHint ring_hint(double bytes) {
+  return [bytes](double student_ms) -> std::string {
+    const double gbps = labkit::gigabytes_per_second(bytes, student_ms);
+    if (gbps >= 150) return "";
+    char text[700];
+    std::snprintf(text, sizeof text,
+                  "%.0f GB/s of bus bandwidth: the algorithm, not the link, limits it. Gathering every array to "
+                  "one GPU, adding there and copying the sum back sends every byte through that GPU's links one "
+                  "copy after another (the starter's way, its bug fixed: 30 GB/s at 16 MiB and 105 at 256 MiB on "
+                  "2 x H200, where the reference reaches 189 and 320). Give each GPU one slice to reduce, all "
+                  "GPUs at once, reading the peers' copies of its slice over NVLink (peer access on) or receiving "
+                  "them by cudaMemcpyPeerAsync; then send each reduced slice to the others: every link busy in "
+                  "both directions",
+                  gbps);
+    return text;
+  };
+}
+
 }  // namespace
 
 TEST_SUITE("correctness") {
@@ -461,10 +482,11 @@ TEST_SUITE("performance") {
     labkit::for_each_timed_case(
         [](const Case& c) {
           PerfInputs inputs(c, gpus_for(c));
+          const double bytes = bus_bytes(c.n, inputs.gpus());
           labkit::measure_performance(
-              c, bus_bytes(c.n, inputs.gpus()),
-              perf_subject(labkit::student<decltype(ring_allreduce)>("ring_allreduce"), inputs),
-              perf_subject(labkit::reference<decltype(ring_allreduce)>("ring_allreduce"), inputs));
+              c, bytes, perf_subject(labkit::student<decltype(ring_allreduce)>("ring_allreduce"), inputs),
+              perf_subject(labkit::reference<decltype(ring_allreduce)>("ring_allreduce"), inputs),
+              /*library=*/{}, ring_hint(bytes));
         },
         ring_case);
   }
