@@ -108,3 +108,22 @@ TEST_CASE("each lab's rubric gives its starter, its chapter and its reference wh
     }
   }
 }
+
+// Where the lesson is a property a correct answer can lack (labs 11 and 12: their checks give
+// no speed points to a call without it), a correct starter earns the correctness points and
+// nothing more: so they must stay within the starter's cap, measured run or not (lab 12's
+// needs two GPUs).
+TEST_CASE("labs whose lesson is a timed property keep their correctness points within the starter's cap") {
+  const std::map<std::string, std::string> property_of = {
+      {"11", "copies and kernel overlap"},
+      {"12", "the work is split over the GPUs"},
+  };
+  for (const grade::LabSpec& lab : grade::load_catalog(LABKIT_TEST_SOURCE_ROOT)) {
+    const auto property = property_of.find(lab.id);
+    if (property == property_of.end()) continue;
+    CAPTURE(lab.dir);
+    CHECK_MESSAGE(lab.correctness_points <= starter_at_most,
+                  "a correct call without the lesson's property (" << property->second << ") would earn "
+                                                                   << lab.correctness_points);
+  }
+}
