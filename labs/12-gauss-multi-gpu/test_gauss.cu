@@ -583,44 +583,48 @@ namespace {
 // processes timing one copy, a few percent apart, with room for a busy host.
 constexpr double same_measurement_factor = 1.5;
 
-struct KitCopyTimes {
-  double on_us = 0, off_us = 0;  // on: 0 where there is no direct path
+// The kit's times for one copy, from its measurements before and after the student's.
+struct TimeSpan {
+  double low_us = 0, high_us = 0;  // both 0: not measured (no direct path for peer access on)
+  void add(double us) {
+    low_us = low_us == 0 ? us : std::min(low_us, us);
+    high_us = std::max(high_us, us);
+  }
+  bool measured() const { return high_us > 0; }
+  bool matches(double us) const {
+    return measured() && us >= low_us / same_measurement_factor && us <= high_us * same_measurement_factor;
+  }
 };
 
-KitCopyTimes kit_copy_times(int from, int to, size_t bytes, int repeats) {
-  KitCopyTimes t;
+struct KitCopyTimes {
+  TimeSpan on, off;
+  const TimeSpan& with(bool peer_on) const { return peer_on ? on : off; }
+};
+
+void add_kit_measurement(KitCopyTimes& times, int from, int to, size_t bytes, int repeats) {
   if (peer_copies::direct_path(from, to) && peer_copies::direct_path(to, from)) {
     const peer_copies::PeerAccessScope access(from, to, true);
-    t.on_us = peer_copies::peer_copy_ms(from, to, bytes, repeats) * 1e3;
+    times.on.add(peer_copies::peer_copy_ms(from, to, bytes, repeats) * 1e3);
   }
   const peer_copies::PeerAccessScope access(from, to, false);
-  t.off_us = peer_copies::peer_copy_ms(from, to, bytes, repeats) * 1e3;
-  return t;
-}
-
-bool same_measurement(double student_us, double low_us, double high_us) {
-  return student_us >= low_us / same_measurement_factor && student_us <= high_us * same_measurement_factor;
+  times.off.add(peer_copies::peer_copy_ms(from, to, bytes, repeats) * 1e3);
 }
 
 std::string copy_rate(double us, size_t bytes) { return show(double(bytes) / (us * 1e3)) + " GB/s"; }
 
 // Names the likely mistake from where the student's time lies against the kit's two.
-std::string diagnose_copy(bool on, double student_us, const KitCopyTimes& before, const KitCopyTimes& after,
-                          size_t bytes) {
-  const double expected_low = std::min(on ? before.on_us : before.off_us, on ? after.on_us : after.off_us);
-  const double expected_high = std::max(on ? before.on_us : before.off_us, on ? after.on_us : after.off_us);
-  const double other_low = std::min(on ? before.off_us : before.on_us, on ? after.off_us : after.on_us);
-  const double other_high = std::max(on ? before.off_us : before.on_us, on ? after.off_us : after.on_us);
+std::string diagnose_copy(bool on, double student_us, const KitCopyTimes& kit, size_t bytes) {
+  const TimeSpan& expected = kit.with(on);
   const std::string measured = "you measured " + show(student_us) + " us (" + copy_rate(student_us, bytes) +
-                               "), the kit " + show(expected_low) + "-" + show(expected_high) + " us (" +
-                               copy_rate(expected_high, bytes) + ") with peer access " + (on ? "on" : "off");
-  if (other_low > 0 && same_measurement(student_us, other_low, other_high))
+                               "), the kit " + show(expected.low_us) + "-" + show(expected.high_us) + " us (" +
+                               copy_rate(expected.high_us, bytes) + ") with peer access " + (on ? "on" : "off");
+  if (kit.with(!on).matches(student_us))
     return measured + (on ? ": as slow as the same copy with peer access off. Peer access was never enabled: "
                             "cudaDeviceEnablePeerAccess on each GPU for the other (after cudaDeviceCanAccessPeer)"
                           : ": as fast as the same copy with peer access on. Peer access was still enabled: "
                             "cudaDeviceDisablePeerAccess on each GPU for the other, then enable it again if it "
                             "was on when your call began");
-  if (student_us < expected_low)
+  if (student_us < expected.low_us)
     return measured + ": faster than the link allows. The clock stopped before the copy ended: "
                       "cudaMemcpyPeerAsync returns once the copy is queued, so synchronise both GPUs (or wait "
                       "on an event recorded after the copy) before reading the clock";
@@ -640,19 +644,16 @@ void check_peer_copy(const Case& c) {
     return labkit::not_run(c, "not run: GPUs " + std::to_string(from) + " and " + std::to_string(to) +
                                   " have no direct path here (cudaDeviceCanAccessPeer)");
   labkit::hold_gpu_alone();  // a verdict from times: no other lab's run on these GPUs meanwhile
-  const KitCopyTimes before = kit_copy_times(from, to, bytes, repeats);
+  KitCopyTimes kit;
+  add_kit_measurement(kit, from, to, bytes, repeats);
   const double student_us =
       labkit::student<decltype(time_peer_copy)>("time_peer_copy")(from, to, on ? 1 : 0, bytes, repeats);
-  const KitCopyTimes after = kit_copy_times(from, to, bytes, repeats);
-  if (!(std::isfinite(student_us) && student_us > 0)) {
-    labkit::verdict(c, false, "time_peer_copy returned " + show(student_us) +
-                                  ": a copy's time is a positive number of microseconds");
-    return;
-  }
-  const double low = std::min(on ? before.on_us : before.off_us, on ? after.on_us : after.off_us);
-  const double high = std::max(on ? before.on_us : before.off_us, on ? after.on_us : after.off_us);
-  if (same_measurement(student_us, low, high)) return labkit::verdict(c, true);
-  labkit::verdict(c, false, diagnose_copy(on, student_us, before, after, bytes));
+  add_kit_measurement(kit, from, to, bytes, repeats);
+  if (!(std::isfinite(student_us) && student_us > 0))
+    return labkit::verdict(c, false, "time_peer_copy returned " + show(student_us) +
+                                         ": a copy's time is a positive number of microseconds");
+  if (kit.with(on).matches(student_us)) return labkit::verdict(c, true);
+  labkit::verdict(c, false, diagnose_copy(on, student_us, kit, bytes));
 }
 
 }  // namespace
