@@ -249,6 +249,7 @@ void poison_student_shared_memory(std::uint32_t pattern) {
 const Module& reference_module() { return loaded(state().reference, "reference"); }
 const Dataset& dataset() { return state().dataset; }
 const std::string& export_dir() { return state().options.export_dir; }
+bool profiling() { return state().options.profile; }
 void note_exported(const std::string& path) { state().exported.push_back(path); }
 void make_directories(const std::string& path) { std::filesystem::create_directories(path); }
 

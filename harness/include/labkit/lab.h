@@ -70,6 +70,11 @@ void poison_student_shared_memory(std::uint32_t pattern);
 // Where `grade export` asked the runner to write arrays (--export DIR), or empty.
 const std::string& export_dir();
 
+// True under `grade profile`, where a performance case makes one untimed call of the
+// student's side under a profiler: a lab's own calls before it (lab 12's split check) would be
+// profiled too, kernel by kernel, and are skipped.
+bool profiling();
+
 // Notes an array `grade export` wrote (the runner lists them; without a GPU they are all an
 // export can give).
 void note_exported(const std::string& path);
