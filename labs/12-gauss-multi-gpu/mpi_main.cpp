@@ -11,6 +11,7 @@
 // the end of the work on every rank). Exit status 0 when every size was solved.
 #include "mpi_gauss.h"
 
+#include <labkit/mpi_cuda_check.h>
 #include <labkit/rank_on_node.h>
 
 #include <mpi.h>
@@ -22,16 +23,6 @@
 #include <vector>
 
 namespace {
-
-#define MPI_CUDA_CHECK(call)                                                                    \
-  do {                                                                                          \
-    const cudaError_t status_ = (call);                                                         \
-    if (status_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                 \
-                   cudaGetErrorString(status_));                                                \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                             \
-    }                                                                                           \
-  } while (0)
 
 struct System {
   int n = 0;

@@ -608,8 +608,9 @@ struct KitCopyTimes {
   const TimeSpan& with(bool peer_on) const { return peer_on ? on : off; }
 };
 
-void add_kit_measurement(KitCopyTimes& times, int from, int to, size_t bytes, int repeats) {
-  if (peer_copies::direct_path(from, to) && peer_copies::direct_path(to, from)) {
+// With peer access on (where the GPUs have a direct path) and off.
+void add_kit_measurement(KitCopyTimes& times, int from, int to, bool direct, size_t bytes, int repeats) {
+  if (direct) {
     const peer_copies::PeerAccessScope access(from, to, true);
     times.on.add(peer_copies::peer_copy_ms(from, to, bytes, repeats) * 1e3);
   }
@@ -647,15 +648,16 @@ void check_peer_copy(const Case& c) {
   const int from = int(c.integer("from")), to = int(c.integer("to")), repeats = int(c.integer("repeats"));
   const bool on = c.integer("peer_access") != 0;
   const size_t bytes = c.n;
-  if (on && !(peer_copies::direct_path(from, to) && peer_copies::direct_path(to, from)))
+  const bool direct = peer_copies::direct_path(from, to) && peer_copies::direct_path(to, from);
+  if (on && !direct)
     return labkit::not_run(c, "not run: GPUs " + std::to_string(from) + " and " + std::to_string(to) +
                                   " have no direct path here (cudaDeviceCanAccessPeer)");
   labkit::hold_gpu_alone();  // a verdict from times: no other lab's run on these GPUs meanwhile
   KitCopyTimes kit;
-  add_kit_measurement(kit, from, to, bytes, repeats);
+  add_kit_measurement(kit, from, to, direct, bytes, repeats);
   const double student_us =
       labkit::student<decltype(time_peer_copy)>("time_peer_copy")(from, to, on ? 1 : 0, bytes, repeats);
-  add_kit_measurement(kit, from, to, bytes, repeats);
+  add_kit_measurement(kit, from, to, direct, bytes, repeats);
   if (!(std::isfinite(student_us) && student_us > 0))
     return labkit::verdict(c, false, "time_peer_copy returned " + show(student_us) +
                                          ": a copy's time is a positive number of microseconds");

@@ -9,6 +9,7 @@
 // timed (the slowest rank's time, median of 20 calls) and its bus bandwidth printed. Exit
 // status 0 when every check passed on every rank.
 #include "mpi_allreduce.h"
+#include <labkit/mpi_cuda_check.h>
 #include <labkit/rank_on_node.h>
 
 #include <mpi.h>
@@ -19,16 +20,6 @@
 #include <vector>
 
 namespace {
-
-#define MPI_CUDA_CHECK(call)                                                                    \
-  do {                                                                                          \
-    const cudaError_t status_ = (call);                                                         \
-    if (status_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                 \
-                   cudaGetErrorString(status_));                                                \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                             \
-    }                                                                                           \
-  } while (0)
 
 // Rank r's value at index i: k/8 with |k| <= 1000, so a sum over up to 2^14 ranks is exact.
 float value_at(int rank, size_t i) {

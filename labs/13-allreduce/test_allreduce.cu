@@ -409,22 +409,27 @@ labkit::PerfSubject mpi_perf_subject(Side side, PerfInputs& inputs) {
   return {call, [&inputs] { return inputs.check(); }};
 }
 
+// A slow call's advice from its bus bandwidth: below `below_gbps`, "X GB/s of bus bandwidth"
+// and then `advice`, which says what design gives that rate and what to do instead.
+labkit::PerfHint bus_bandwidth_hint(double bytes, double below_gbps, int decimals, std::string advice) {
+  return [=](double student_ms) -> std::string {
+    const double gbps = labkit::gigabytes_per_second(bytes, student_ms);
+    if (gbps >= below_gbps) return "";
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.*f GB/s of bus bandwidth", decimals, gbps);
+    return rate + advice;
+  };
+}
+
 // Host staging caps the bus bandwidth at what PCIe and the CPUs' memory move, far below
 // NVLink's: a slow time says which of the two designs the code is. By our clock each call
 // also pays the ranks' round trip (about 0.35 ms on 2 x H200), which holds NCCL itself to
 // about 28 GB/s at 16 MiB; staging measured 2.5 GB/s there and 1.1 GB/s at 256 MiB.
 labkit::PerfHint mpi_hint(double bytes) {
-  return [bytes](double student_ms) -> std::string {
-    const double gbps = labkit::gigabytes_per_second(bytes, student_ms);
-    if (gbps >= 15) return "";
-    char text[400];
-    std::snprintf(text, sizeof text,
-                  "%.1f GB/s of bus bandwidth is what staging through host memory gets: every byte crosses PCIe "
-                  "twice and MPI adds the arrays on the CPUs. Bootstrap NCCL over MPI (rank 0's ncclUniqueId "
-                  "sent with MPI_Bcast, then ncclCommInitRank once) and let NCCL move the data GPU to GPU",
-                  gbps);
-    return text;
-  };
+  return bus_bandwidth_hint(bytes, 15, 1,
+                            " is what staging through host memory gets: every byte crosses PCIe twice and MPI adds "
+                            "the arrays on the CPUs. Bootstrap NCCL over MPI (rank 0's ncclUniqueId sent with "
+                            "MPI_Bcast, then ncclCommInitRank once) and let NCCL move the data GPU to GPU");
 }
 
 bool ring_case(const Case& c) { return !mpi_case(c); }
@@ -433,21 +438,14 @@ bool ring_case(const Case& c) { return !mpi_case(c); }
 // GPUs gives many times over, the algorithm is the limit, and gathering to one GPU is the
 // usual one. (On a machine joined only by PCIe every call gets it; it costs nothing.)
 labkit::PerfHint ring_hint(double bytes) {
-  return [bytes](double student_ms) -> std::string {
-    const double gbps = labkit::gigabytes_per_second(bytes, student_ms);
-    if (gbps >= 150) return "";
-    char text[700];
-    std::snprintf(text, sizeof text,
-                  "%.0f GB/s of bus bandwidth: the algorithm, not the link, limits it. Gathering every array to "
-                  "one GPU, adding there and copying the sum back sends every byte through that GPU's links one "
-                  "copy after another (the starter's way, its bug fixed: 30 GB/s at 16 MiB and 105 at 256 MiB on "
-                  "2 x H200, where the reference reaches 189 and 320). Give each GPU one slice to reduce, all "
-                  "GPUs at once, reading the peers' copies of its slice over NVLink (peer access on) or receiving "
-                  "them by cudaMemcpyPeerAsync; then send each reduced slice to the others: every link busy in "
-                  "both directions",
-                  gbps);
-    return text;
-  };
+  return bus_bandwidth_hint(bytes, 150, 0,
+                            ": the algorithm, not the link, limits it. Gathering every array to one GPU, adding "
+                            "there and copying the sum back sends every byte through that GPU's links one copy "
+                            "after another (the starter's way, its bug fixed: 30 GB/s at 16 MiB and 105 at 256 MiB "
+                            "on 2 x H200, where the reference reaches 189 and 320). Give each GPU one slice to "
+                            "reduce, all GPUs at once, reading the peers' copies of its slice over NVLink (peer "
+                            "access on) or receiving them by cudaMemcpyPeerAsync; then send each reduced slice to "
+                            "the others: every link busy in both directions");
 }
 
 }  // namespace
