@@ -342,9 +342,6 @@ double bus_bytes(size_t n, int gpus) { return 2.0 * (gpus - 1) / gpus * double(n
 
 using Side = labkit::RankSide;
 
-// "" when part 2 can run here; else why not ("not run: needs MPI (...)").
-std::string mpi_unavailable(Side side) { return labkit::mpi_unavailable("lab-13-allreduce-mpi-rank", side); }
-
 labkit::MpiRanks& mpi_ranks() {
   static labkit::MpiRanks ranks("lab-13-allreduce-mpi-rank");
   return ranks;
@@ -463,7 +460,7 @@ TEST_SUITE("correctness") {
   TEST_CASE("mpi_allreduce, one process per GPU, leaves the sum on every GPU") {
     labkit::for_each_correctness_case(
         [](const Case& c) {
-          if (const std::string why = mpi_unavailable(Side::student); !why.empty()) {
+          if (const std::string why = mpi_ranks().unavailable(Side::student); !why.empty()) {
             if (!labkit::export_dir().empty()) export_first_call(c);  // grade export needs no MPI
             return report_not_run(c, why);
           }
@@ -492,8 +489,8 @@ TEST_SUITE("performance") {
   TEST_CASE("mpi_allreduce bus bandwidth against the reference, one process per GPU") {
     labkit::for_each_timed_case(
         [](const Case& c) {
-          std::string why = mpi_unavailable(Side::student);
-          if (why.empty()) why = mpi_unavailable(Side::reference);
+          std::string why = mpi_ranks().unavailable(Side::student);
+          if (why.empty()) why = mpi_ranks().unavailable(Side::reference);
           if (!why.empty()) return report_not_run(c, why);
           PerfInputs inputs(c, gpus_for(c));
           const double bytes = bus_bytes(c.n, inputs.gpus());

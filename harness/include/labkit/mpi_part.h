@@ -33,11 +33,6 @@ inline std::string mpi_module(RankSide side) {
   return student != nullptr ? student : "";
 }
 
-// "" when part 2 can run here; else why not ("not run: needs MPI (...)").
-inline std::string mpi_unavailable(const std::string& rank_program, RankSide side) {
-  return why_ranks_cannot_run(beside_runner(rank_program), mpi_module(side), find_mpirun());
-}
-
 // At most one group of ranks exists at a time: none of the submission's while the reference
 // is timed, and one GPU context per rank and GPU. A group keeps its ranks from case to case,
 // as the host does; a case with another rank count starts a new one.
@@ -62,7 +57,10 @@ public:
   }
   void keep_only(RankSide side) { (side == RankSide::student ? reference_ : student_).reset(); }
   void stop() { student_.reset(), reference_.reset(); }
-  std::string unavailable(RankSide side) const { return mpi_unavailable(rank_program_, side); }
+  // "" when part 2 can run here; else why not ("not run: needs MPI (...)").
+  std::string unavailable(RankSide side) const {
+    return why_ranks_cannot_run(beside_runner(rank_program_), mpi_module(side), find_mpirun());
+  }
 
 private:
   std::string rank_program_;
