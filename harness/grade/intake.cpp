@@ -77,16 +77,35 @@ std::string student_file_problem(const fs::path& file, const std::string& shown_
   return {};
 }
 
+namespace {
+
+// "a.cu and b.cu" (three or more: "a.cu, b.cu and c.cu").
+std::string listed(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return text;
+}
+
+}  // namespace
+
 std::string student_files_problem(const fs::path& dir, const std::vector<std::string>& files) {
   std::error_code ignored;
   if (fs::is_symlink(fs::symlink_status(dir, ignored))) return linked_folder(dir);
+  std::vector<std::string> missing;  // named together: a lab of several parts, handed in in part
   for (const std::string& file : files) {
     // A declared file in a subfolder must not be reached through a linked subfolder either.
     if (const fs::path link = first_symlink(dir, fs::path(file).parent_path()); !link.empty())
       return linked_folder(link);
-    if (const std::string problem = student_file_problem(dir / file, file); !problem.empty()) return problem;
+    if (fs::symlink_status(dir / file, ignored).type() == fs::file_type::not_found) {
+      missing.push_back(file);
+    } else if (const std::string problem = student_file_problem(dir / file, file); !problem.empty()) {
+      return problem;
+    }
   }
-  return {};
+  if (missing.empty()) return {};
+  return listed(missing) + " not found" +
+         (missing.size() < files.size() ? "; this lab grades " + listed(files) + " together" : "");
 }
 
 std::string submission_problem(const fs::path& entry) {
@@ -118,6 +137,18 @@ fs::path first_symlink(const fs::path& base, const fs::path& relative) {
   return {};
 }
 
+namespace {
+
+bool holds_any(const fs::path& dir, const std::vector<std::string>& files) {
+  std::error_code ignored;
+  if (!fs::is_directory(fs::symlink_status(dir, ignored))) return false;
+  for (const std::string& file : files)
+    if (fs::symlink_status(dir / file, ignored).type() != fs::file_type::not_found) return true;
+  return false;
+}
+
+}  // namespace
+
 bool holds_all(const fs::path& dir, const std::vector<std::string>& files) {
   std::error_code ignored;
   if (!fs::is_directory(fs::symlink_status(dir, ignored))) return false;
@@ -129,16 +160,20 @@ bool holds_all(const fs::path& dir, const std::vector<std::string>& files) {
 std::string find_student_dir(const LabSpec& lab, const std::string& base) {
   // A symbolic link below base is never looked through (it could lead to the kit's solutions).
   // A linked lab folder is returned only when no real folder holds the files, so that
-  // build_lab refuses it by name instead of saying "not found".
-  std::string linked;
+  // build_lab refuses it by name instead of saying "not found"; then a real folder that holds
+  // some of them, so that build_lab names the files missing there (a lab of several parts).
+  std::string linked, partial;
   for (const fs::path& relative : {fs::path("labs") / lab.dir, fs::path(lab.dir), fs::path()}) {
+    const fs::path dir = fs::path(base) / relative;
     if (const fs::path link = first_symlink(base, relative); !link.empty()) {
       if (linked.empty()) linked = link.string();
-    } else if (holds_all(fs::path(base) / relative, lab.student_files)) {
-      return (fs::path(base) / relative).string();
+    } else if (holds_all(dir, lab.student_files)) {
+      return dir.string();
+    } else if (partial.empty() && holds_any(dir, lab.student_files)) {
+      partial = dir.string();
     }
   }
-  return linked;
+  return linked.empty() ? partial : linked;
 }
 
 std::string copies_left_out(const LabSpec& lab, const std::string& base, const std::string& chosen) {

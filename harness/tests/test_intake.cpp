@@ -195,6 +195,26 @@ TEST_SUITE("intake") {
           "the folder labs is a symbolic link; hand in the folder itself, not a link to it");
   }
 
+  TEST_CASE("a lab of several files handed in in part: the missing ones are named, not 'not handed in'") {
+    grade::LabSpec lab = histogram_lab();
+    lab.student_files = {"part1.cu", "part2.cu", "part3.cu"};
+    TempDir base("parts");
+    const std::string root = base.path.string();
+    CHECK(grade::find_student_dir(lab, root) == "");  // nothing of it: not handed in
+    write(base.path / "labs" / lab.dir / "part1.cu", "int x;\n");
+    const std::string found = grade::find_student_dir(lab, root);
+    CHECK(found == (base.path / "labs" / lab.dir).string());
+    CHECK(grade::student_files_problem(found, lab.student_files) ==
+          "part2.cu and part3.cu not found; this lab grades part1.cu, part2.cu and part3.cu together");
+    write(base.path / "labs" / lab.dir / "part3.cu", "int z;\n");
+    CHECK(grade::student_files_problem(found, lab.student_files) ==
+          "part2.cu not found; this lab grades part1.cu, part2.cu and part3.cu together");
+    write(base.path / "part1.cu", "int y;\n");
+    write(base.path / "part2.cu", "int y;\n");
+    write(base.path / "part3.cu", "int y;\n");
+    CHECK(fs::equivalent(grade::find_student_dir(lab, root), root));  // a place with all of them wins
+  }
+
   TEST_CASE("build_lab refuses a linked file before compiling anything") {
     const grade::LabSpec& lab = histogram_lab();
     TempDir dir("build");
