@@ -152,6 +152,9 @@ double residual_bound(int n) { return 50 * std::sqrt(double(n)) * fp32_epsilon; 
 // are dominant by `dominance` (at most (2 + d) / d, row scaling aside), with a margin of 4.
 double forward_error_bound(int n, double dominance) { return 4 * residual_bound(n) * (2 + dominance) / dominance; }
 
+// A solve's rate, counting the 2n^3/3 operations of the elimination.
+double solve_tflops(int n, double ms) { return 2.0 * double(n) * n * n / 3 / (ms * 1e-3) / 1e12; }
+
 std::string show(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", value);
@@ -302,6 +305,14 @@ struct PerfInputs {
   int current = 0;
 };
 
+// The residual of the last timed call's x against the system it was given; "" when within bound.
+std::string timed_residual_problem(const PerfInputs& inputs, DeviceBuffer<float>& x) {
+  const System& s = inputs.systems[size_t(inputs.current)];
+  const double residual = scaled_residual(s, x.download());
+  return residual <= residual_bound(s.n) ? std::string()
+                                         : "residual " + show(residual) + " above " + show(residual_bound(s.n));
+}
+
 // A solver as a timed case calls it: the student's or the reference's gauss_solve, or the
 // chapter's one-GPU elimination (which ignores gpus).
 using Solver = std::function<void(const float* a, const float* b, float* x, int n, int gpus, cudaStream_t stream)>;
@@ -317,12 +328,7 @@ labkit::PerfSubject perf_subject(Solver solver, const Case& c, PerfInputs& input
         x.poison();
       }};
   call.host_clock = true;  // the work spans several GPUs and streams
-  return {call, [&inputs, &x] {
-            const System& s = inputs.systems[size_t(inputs.current)];
-            const double residual = scaled_residual(s, x.download());
-            return residual <= residual_bound(s.n) ? std::string()
-                                                   : "residual " + show(residual) + " above " + show(residual_bound(s.n));
-          }};
+  return {call, [&inputs, &x] { return timed_residual_problem(inputs, x); }};
 }
 
 // ---- the lesson: is the work split over the GPUs? ---------------------------------------
@@ -387,7 +393,7 @@ labkit::PerfRequirement work_split_required(const OwnSpeedup& s) {
 // (the reference: 1.36x at n = 12288), and gets no such advice.
 labkit::PerfHint uneven_split_hint(const OwnSpeedup& s, int n) {
   return [s, n](double student_ms) {
-    const double tflops = 2.0 * double(n) * n * n / 3 / (student_ms * 1e-3) / 1e12;
+    const double tflops = solve_tflops(n, student_ms);
     const bool chapter_speed = tflops < 5;
     return chapter_speed && s.factor() >= least_split_speedup && s.factor() < 1.5
                ? describe(s) + ". " + why_little_speedup(s)
@@ -524,14 +530,6 @@ void check_mpi_solve(const Case& c) {
   labkit::verdict(c, problem.empty(), problem);
 }
 
-// The residual of the last timed call's x against the system it was given.
-std::string mpi_residual_problem(const PerfInputs& inputs, DeviceBuffer<float>& x) {
-  const System& s = inputs.systems[size_t(inputs.current)];
-  const double residual = scaled_residual(s, x.download());
-  return residual <= residual_bound(s.n) ? std::string()
-                                         : "residual " + show(residual) + " above " + show(residual_bound(s.n));
-}
-
 // Both sides by our clock, from the call until every GPU is done: the ranks report no time of
 // their own, so the student's figure is what "its process reported" and what our clock saw.
 labkit::PerfSubject mpi_perf_subject(labkit::RankSide side, const Case& c, PerfInputs& inputs,
@@ -554,7 +552,7 @@ labkit::PerfSubject mpi_perf_subject(labkit::RankSide side, const Case& c, PerfI
     x.poison();
   };
   call.host_clock = true;
-  return {call, [&inputs, &x] { return mpi_residual_problem(inputs, x); }};
+  return {call, [&inputs, &x] { return timed_residual_problem(inputs, x); }};
 }
 
 // One message and one host synchronisation per pivot, and a trailing matrix read once per
@@ -562,7 +560,7 @@ labkit::PerfSubject mpi_perf_subject(labkit::RankSide side, const Case& c, PerfI
 // 2n^3/3) is an estimate of where that design tops out on 2 H100s; not measured.
 labkit::PerfHint mpi_hint(int n) {
   return [n](double student_ms) -> std::string {
-    const double tflops = 2.0 * double(n) * n * n / 3 / (student_ms * 1e-3) / 1e12;
+    const double tflops = solve_tflops(n, student_ms);
     if (tflops >= 2) return "";
     char text[600];
     std::snprintf(text, sizeof text,
