@@ -80,8 +80,10 @@ std::optional<std::string> find_mpirun() {
 std::string why_ranks_cannot_run(const std::string& program, const std::string& module,
                                  const std::optional<std::string>& mpirun) {
   if (program.empty() || !fs::exists(program))
-    return "not run: needs MPI (this build found none when it was configured: install Open MPI with its "
-           "development files, e.g. libopenmpi-dev, then configure the build again)";
+    return "not run: needs MPI (no rank program " + fs::path(program).filename().string() +
+           " beside the runner: either this build found no MPI when it was configured (install Open MPI "
+           "with its development files, e.g. libopenmpi-dev, then configure the build again) or the rank "
+           "program was not built (./grade builds it)";
   // The grader leaves "<module>.failed" where the module did not compile ("mpi_allreduce.cu
   // did not compile"): the student's doing, not the machine's.
   if (std::ifstream failed(module + ".failed"); !module.empty() && failed) {
