@@ -1,38 +1,48 @@
-// Lab 03 reference solution: radix select that reads the input once, in one cooperative
-// kernel, with the bound for the prefilter found while the read is under way.
+// Lab 03 reference solution: top-k by a sampled threshold, one filtering read and a ranking
+// of the few values that survive it, in one cooperative kernel; a radix select (the previous
+// reference, kept below) serves the inputs the sample cannot and small n.
 //
 // Beyond the chapter (sorted arrays per thread: O(k) work per element, k capped by shared
-// memory) it finds the k-th largest value digit by digit, as a radix sort would sort, but
-// keeps only the one bucket that holds it. Beyond the README's outline it avoids every pass
-// over the input but one, and every stop that leaves the memory system idle:
-//  1. Each block loads its first two tiles (16-byte loads), histograms the top 11 bits of
-//     both in shared memory, parks them in shared memory while its third tile loads, and
-//     adds to a global histogram only the bins at or above its own k-th largest (the global
-//     k-th largest cannot lie lower). Once every block has added its bins (a spin on an
-//     arrival counter), the bin that holds the k-th largest of those first tiles is a lower
-//     bound for the k-th largest of the input: they are a subset of it. Always right.
-//  2. The rest of the read copies only the values in or above that bin to a prefilter buffer,
-//     with one vote per warp and tile, one atomic when any is kept (4791 values at 10^7).
-//  3. The last block to finish the read (an arrival counter, no grid barrier) looks at the
-//     prefilter: when it fits shared memory and k <= 4096 that block alone narrows it through
-//     the three digits (11, 11, 10 bits) by shared-memory histograms, gathers the k largest
-//     and sorts them (bitonic network), and the other blocks leave. Otherwise (2^28: 130,000
-//     values; k > 4096; ties that overflow the buffer) it calls every block to all-block
-//     passes over the prefilter, or over the input after an overflow, with grid barriers.
-// Why it is faster than the previous reference (a 1/16 sample read first, a grid barrier
-// before the full read, every value histogrammed in it): no sample pass and no barrier before
-// the read, and the prefilter's bound comes from data the read fetches anyway. H100, the
-// lab's benchmark (L2 flushed, events): n = 10^7, k = 10 / 1000: 0.0485 / 0.0567 ms before,
-// 0.0388 / 0.0467 ms now (cub::DeviceRadixSort of all n: 0.301 ms, so 7.8x / 6.4x); n = 2^28:
-// 0.432 / 0.443 ms before, 0.4165 / 0.4268 ms now (sort 5.55 ms: 13.3x / 13.0x). A read-only
-// kernel over the same 40 MB takes 0.023 ms timed the same way (an empty launch 0.007 ms);
-// at 2^28 it takes 0.375 ms, so 20x the sort (0.28 ms) is below one read of the input.
-// Where the rest goes at 10^7, k = 10 (globaltimer, from the first block's start): the blocks
-// agree on the bound at 15 us (the first tiles arrive slowly after the flush), the read ends
-// at 20 us (median block) to 23 us (last), block 0's finish takes 9 us more (1.6 to decide,
-// 1.5 to load the 4791 prefiltered values, 3 to select, 2.7 to gather and sort); at k = 1000
-// the bitonic sort of 1024 keys makes the finish 17 us. A register-resident bitonic sort
-// (8 keys per thread, shuffles) measured slower (k = 10: 0.0437 ms), so it is not used.
+// memory) it never compares a value with more than a threshold while reading, and beyond the
+// README's radix select it never waits for other blocks before or during the one read:
+//  1. Sample. Every block reads the same 16,384 values (512 lines of 32, spread evenly over
+//     the input, the last line at its end) and takes their r-th largest, rounded down to a
+//     multiple of 2^10, as the threshold: the same value in every block, with no exchange.
+//     The sample is part of the input, so at least r values reach the threshold; the host
+//     picks r so that, for values in random order, fewer than k do with probability below
+//     1e-9 (P(Poisson(k * 16384 / n) >= r)), and aims at 5k + 2048 values above it. The
+//     block's first 16-byte loads of the read are in flight meanwhile.
+//  2. Filter. The read (16-byte streaming loads, 4 per thread in flight, one vote per warp
+//     when no value is kept) appends the values at or above the threshold to a list (one
+//     atomic per warp) and to one of 2048 buckets splitting [threshold, INT_MAX] evenly.
+//  3. Rank. After one grid barrier every block reads the buckets' counts and finds the bucket
+//     of the k-th largest; the values in it and above (k and a few more) are copied to shared
+//     memory by 64 blocks, and each is ranked by one warp (values larger, plus equal ones
+//     earlier) and written to out[rank]: sorted output with no sort, ties counted apart.
+// The same counts tell every block alike when that cannot be trusted: the list overflowed or
+// holds fewer than k values (many copies of the top values, a sample unlike the input: sorted
+// input, all equal), or a needed bucket overflowed. Then all blocks run the radix select below
+// over the list, or over the input, in the same launch: no host synchronisation, no extra
+// launch on the fast path. Inputs below 2^18 values, k > 4096 or a d_in not 16-byte aligned
+// take the radix-select kernel directly.
+// Why it is faster than the previous reference (the radix select alone: blocks agreed on a
+// prefilter bound through a spin early in the read, and one block then selected and bitonic-
+// sorted ~5,000 values, 9 us at k = 10 and 17 us at k = 1000): no block waits before the read
+// ends, and the finish works on ~k values across 64 blocks instead of thousands in one.
+// H100, L2 flushed, events, n = 10^7, k = 10 / 1000: previous 0.0388 / 0.0467 ms (full
+// cub::DeviceRadixSort 0.301 ms: 7.8x / 6.4x), now (measured: TBD); n = 2^28: previous
+// 0.4165 / 0.4268 ms (sort 5.55 ms: 13.3x / 13.0x), now (measured: TBD). A read-only kernel over
+// the same 40 MB takes 0.023 ms timed the same way (an empty launch 0.007 ms); at 2^28 it takes
+// 0.375 ms, so 20x the sort (0.28 ms) is below one read of the input.
+//
+// The radix select (n < 2^18, k > 4096, misaligned input; and the sampled path's fallback):
+// it finds the k-th largest value digit by digit (11, 11, 10 bits), as a radix sort would
+// sort, keeping only the one bucket that holds it. On its own it reads the input once:
+// each block histograms its first two tiles, the blocks agree (an arrival counter) on a lower
+// bound for the k-th largest from them, the rest of the read copies the values at or above it
+// to a prefilter, and the last block to finish either selects in shared memory and sorts
+// (bitonic) alone or calls all blocks to passes over the prefilter (or the input, after an
+// overflow) with grid barriers, as the sampled path's fallback does.
 #include "topk.h"
 
 #include <cooperative_groups.h>
