@@ -210,8 +210,7 @@ int run_check(const std::vector<Variant>& variants) {
       // The same values one int32 later: not 16-byte aligned (the sampled path's precondition).
       if (n >= 1000000 && d == Distribution::uniform) {
         std::vector<int32_t> shifted(host.begin() + 1, host.end());
-        CHECK(cudaMemcpy(input.base + 1, input.aligned() + 1, shifted.size() * sizeof(int32_t),
-                         cudaMemcpyDeviceToDevice));
+        CHECK(cudaMemcpy(input.base + 1, shifted.data(), shifted.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
         const std::vector<int32_t> shifted_top = top_values(shifted, 1000);
         for (const int k : {10, 1000})
           checker.run_case("uniform-misaligned", input.base + 1, shifted.size(), k,
