@@ -1,0 +1,765 @@
+// Lab 03 reference solution: radix select that reads the input once, in one cooperative
+// kernel, with the bound for the prefilter found while the read is under way.
+//
+// Beyond the chapter (sorted arrays per thread: O(k) work per element, k capped by shared
+// memory) it finds the k-th largest value digit by digit, as a radix sort would sort, but
+// keeps only the one bucket that holds it. Beyond the README's outline it avoids every pass
+// over the input but one, and every stop that leaves the memory system idle:
+//  1. Each block loads its first two tiles (16-byte loads), histograms the top 11 bits of
+//     both in shared memory, parks them in shared memory while its third tile loads, and
+//     adds to a global histogram only the bins at or above its own k-th largest (the global
+//     k-th largest cannot lie lower). Once every block has added its bins (a spin on an
+//     arrival counter), the bin that holds the k-th largest of those first tiles is a lower
+//     bound for the k-th largest of the input: they are a subset of it. Always right.
+//  2. The rest of the read copies only the values in or above that bin to a prefilter buffer,
+//     with one vote per warp and tile, one atomic when any is kept (4791 values at 10^7).
+//  3. The last block to finish the read (an arrival counter, no grid barrier) looks at the
+//     prefilter: when it fits shared memory and k <= 4096 that block alone narrows it through
+//     the three digits (11, 11, 10 bits) by shared-memory histograms, gathers the k largest
+//     and sorts them (bitonic network), and the other blocks leave. Otherwise (2^28: 130,000
+//     values; k > 4096; ties that overflow the buffer) it calls every block to all-block
+//     passes over the prefilter, or over the input after an overflow, with grid barriers.
+// Why it is faster than the previous reference (a 1/16 sample read first, a grid barrier
+// before the full read, every value histogrammed in it): no sample pass and no barrier before
+// the read, and the prefilter's bound comes from data the read fetches anyway. H100, the
+// lab's benchmark (L2 flushed, events): n = 10^7, k = 10 / 1000: 0.0485 / 0.0567 ms before,
+// 0.0388 / 0.0467 ms now (cub::DeviceRadixSort of all n: 0.301 ms, so 7.8x / 6.4x); n = 2^28:
+// 0.432 / 0.443 ms before, 0.4165 / 0.4268 ms now (sort 5.55 ms: 13.3x / 13.0x). A read-only
+// kernel over the same 40 MB takes 0.023 ms timed the same way (an empty launch 0.007 ms);
+// at 2^28 it takes 0.375 ms, so 20x the sort (0.28 ms) is below one read of the input.
+// Where the rest goes at 10^7, k = 10 (globaltimer, from the first block's start): the blocks
+// agree on the bound at 15 us (the first tiles arrive slowly after the flush), the read ends
+// at 20 us (median block) to 23 us (last), block 0's finish takes 9 us more (1.6 to decide,
+// 1.5 to load the 4791 prefiltered values, 3 to select, 2.7 to gather and sort); at k = 1000
+// the bitonic sort of 1024 keys makes the finish 17 us. A register-resident bitonic sort
+// (8 keys per thread, shuffles) measured slower (k = 10: 0.0437 ms), so it is not used.
+#include "topk.h"
+
+#include <cooperative_groups.h>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
+
+#include <climits>
+#include <cstdio>
+#include <mutex>
+
+namespace {
+
+namespace cg = cooperative_groups;
+
+struct TopkTuning {
+  static constexpr int threads_per_block = 512;
+  static constexpr int blocks_per_sm = 2;
+  static constexpr int vectors_per_thread = 4;       // 16-byte loads per thread per tile
+  static constexpr int items_per_thread = 8;         // scalar loads in flight (all-block passes)
+  static constexpr int block_sort_capacity = 4096;   // larger k: cub::DeviceRadixSort
+  static constexpr int shared_finish_capacity = 12288;  // prefilter sizes block 0 finishes alone
+};
+
+constexpr int threads = TopkTuning::threads_per_block;
+constexpr int vectors_per_thread = TopkTuning::vectors_per_thread;
+constexpr int items_per_thread = TopkTuning::items_per_thread;
+constexpr size_t tile_vectors = size_t(threads) * vectors_per_thread;
+constexpr int bin_count = 2048;  // 11-bit digits: 11 + 11 + 10 bits make the 32-bit key
+constexpr int digit_count = 3;
+static_assert(bin_count % threads == 0, "each thread scans whole groups of bins when selecting");
+// Block 0's finish: the prefilter's keys, then the k results to sort.
+constexpr size_t finish_shared_bytes =
+    size_t(TopkTuning::shared_finish_capacity + TopkTuning::block_sort_capacity) * sizeof(uint32_t);
+static_assert(finish_shared_bytes >= 2 * tile_vectors * sizeof(int4), "the read parks two tiles in the same memory");
+
+// Keys compare as unsigned integers in the same order as the int32 values: flipping the sign
+// bit moves INT_MIN to 0 and INT_MAX to 0xFFFFFFFF.
+__host__ __device__ constexpr uint32_t to_key(int32_t value) { return uint32_t(value) ^ 0x80000000u; }
+__host__ __device__ constexpr int32_t to_value(uint32_t key) { return int32_t(key ^ 0x80000000u); }
+
+__host__ __device__ constexpr int digit_shift(int digit) { return digit == 0 ? 21 : digit == 1 ? 10 : 0; }
+// The key bits that digits 0..digit decide.
+__host__ __device__ constexpr uint32_t decided_mask(int digit) { return digit < 0 ? 0u : ~0u << digit_shift(digit); }
+__device__ __forceinline__ uint32_t digit_of(uint32_t key, int digit) {
+  return (key >> digit_shift(digit)) & (digit == 2 ? 0x3FFu : 0x7FFu);
+}
+
+// What the blocks share, in device memory. The bound's histogram and counters come in two
+// copies, one per call parity: a call uses one and zeroes the other for the next call (the
+// previous call, on the same stream, is over), so no barrier is needed before the bound.
+// The rest is zeroed at the start of each call, before the first grid barrier that uses it.
+struct SelectState {
+  uint32_t bound_histogram[2][bin_count];  // digit 0 of the blocks' first tiles, top bins only
+  uint32_t bound_arrivals[2];              // blocks that have added their first tiles
+  uint32_t prefilter_count[2];             // values the read wanted to copy (over capacity: overflow)
+  uint32_t read_arrivals[2];               // blocks done with the read
+  uint32_t finish_plan[2];                 // set by the last of them: 1 it finishes alone, 2 all blocks
+  uint32_t histogram[digit_count][bin_count];  // all-block passes
+  uint32_t candidate_count[2];
+  uint32_t winner_count;  // values known to be in the top k, written to `unsorted`
+};
+
+struct Buffers {
+  int32_t* prefiltered;
+  int32_t* candidates[2];
+  uint32_t capacity;  // of each buffer; a larger bucket is re-read from the input
+  int32_t* unsorted;  // the k results, before the final sort (all-block path)
+};
+
+// The input as an aligned body of 16-byte vectors and the at most 3 + 3 values around it.
+// The body is cut into tiles of tile_vectors, and each block reads a run of consecutive tiles.
+struct InputView {
+  const int4* body;
+  uint32_t body_vectors;  // n < 2^32, so fewer than 2^30
+  uint32_t tiles_per_block;
+  size_t head;        // values before the body
+  size_t tail_begin;  // index of the first value after the body
+};
+
+__device__ InputView split_input(const int32_t* in, size_t n) {
+  const size_t misaligned = (reinterpret_cast<uintptr_t>(in) / sizeof(int32_t)) % 4;
+  const size_t head = misaligned == 0 ? 0 : (4 - misaligned < n ? 4 - misaligned : n);
+  const size_t body_vectors = (n - head) / 4;
+  const size_t tiles = (body_vectors + tile_vectors - 1) / tile_vectors;
+  return {reinterpret_cast<const int4*>(in + head), uint32_t(body_vectors),
+          uint32_t((tiles + gridDim.x - 1) / gridDim.x), head, head + body_vectors * 4};
+}
+
+// Blocks with no work skip the loop, so small candidate sets cost a few blocks, not a grid.
+__device__ __forceinline__ unsigned active_blocks(size_t count) {
+  const size_t per_block = size_t(threads) * items_per_thread;
+  const size_t wanted = (count + per_block - 1) / per_block;
+  return unsigned(wanted < 1 ? 1 : wanted < gridDim.x ? wanted : gridDim.x);
+}
+
+// Calls visit(key, valid) on every value of src[0..count), the whole warp together (so the
+// visitor may use warp votes), with several loads in flight per thread: 16-byte loads when
+// src is aligned for them. Loads bypass L1: other blocks wrote the buffers this kernel reads.
+template <class Visit>
+__device__ __forceinline__ void for_each_key(const int32_t* src, size_t count, unsigned blocks, Visit visit) {
+  if (blockIdx.x >= blocks) return;
+  const unsigned lane = threadIdx.x % 32;
+  const size_t stride = size_t(blocks) * threads;
+  size_t warp_base = size_t(blockIdx.x) * threads + (threadIdx.x - lane);
+  if (reinterpret_cast<uintptr_t>(src) % sizeof(int4) == 0) {
+    const int4* vectors = reinterpret_cast<const int4*>(src);
+    const size_t vector_count = count / 4;
+    for (; warp_base + 31 + (vectors_per_thread - 1) * stride < vector_count;
+         warp_base += vectors_per_thread * stride) {
+      int4 v[vectors_per_thread];
+#pragma unroll
+      for (int u = 0; u < vectors_per_thread; ++u) v[u] = __ldcg(&vectors[warp_base + lane + u * stride]);
+#pragma unroll
+      for (int u = 0; u < vectors_per_thread; ++u) {
+        visit(to_key(v[u].x), true);
+        visit(to_key(v[u].y), true);
+        visit(to_key(v[u].z), true);
+        visit(to_key(v[u].w), true);
+      }
+    }
+    for (; warp_base < vector_count; warp_base += stride) {
+      const size_t i = warp_base + lane;
+      const bool valid = i < vector_count;
+      const int4 v = valid ? __ldcg(&vectors[i]) : make_int4(0, 0, 0, 0);
+      visit(to_key(v.x), valid);
+      visit(to_key(v.y), valid);
+      visit(to_key(v.z), valid);
+      visit(to_key(v.w), valid);
+    }
+    // The last count % 4 values: the first warp of the first block.
+    if (blockIdx.x == 0 && threadIdx.x < 32 && vector_count * 4 < count) {
+      const size_t i = vector_count * 4 + lane;
+      const bool valid = i < count;
+      visit(valid ? to_key(__ldcg(&src[i])) : 0u, valid);
+    }
+    return;
+  }
+  for (; warp_base + 31 + (items_per_thread - 1) * stride < count; warp_base += items_per_thread * stride) {
+    int32_t values[items_per_thread];
+#pragma unroll
+    for (int u = 0; u < items_per_thread; ++u) values[u] = __ldcg(&src[warp_base + lane + u * stride]);
+#pragma unroll
+    for (int u = 0; u < items_per_thread; ++u) visit(to_key(values[u]), true);
+  }
+  for (; warp_base < count; warp_base += stride) {
+    const size_t i = warp_base + lane;
+    const bool valid = i < count;
+    visit(valid ? to_key(__ldcg(&src[i])) : 0u, valid);
+  }
+}
+
+// Reserves `wanted` consecutive slots for each lane with one atomic per warp (all values may
+// land in one bucket); returns the lane's first slot. The whole warp must call it.
+__device__ __forceinline__ uint32_t warp_reserve(uint32_t wanted, uint32_t* counter) {
+  const unsigned lane = threadIdx.x % 32;
+  uint32_t inclusive = wanted;
+#pragma unroll
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const uint32_t below = __shfl_up_sync(0xFFFFFFFFu, inclusive, offset);
+    if (int(lane) >= offset) inclusive += below;
+  }
+  const uint32_t total = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
+  if (total == 0) return 0;
+  uint32_t base = 0;
+  if (lane == 31) base = atomicAdd(counter, total);
+  return __shfl_sync(0xFFFFFFFFu, base, 31) + inclusive - wanted;
+}
+
+// One slot for each lane that has `take` set. The whole warp must call it.
+__device__ __forceinline__ uint32_t warp_append_slot(bool take, uint32_t* counter) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned takers = __ballot_sync(0xFFFFFFFFu, take);
+  if (takers == 0) return 0;
+  const int leader = __ffs(takers) - 1;
+  uint32_t base = 0;
+  if (int(lane) == leader) base = atomicAdd(counter, uint32_t(__popc(takers)));
+  base = __shfl_sync(0xFFFFFFFFu, base, leader);
+  return base + __popc(takers & ((1u << lane) - 1));
+}
+
+__device__ void zero_histogram(uint32_t* histogram) {
+  for (int bin = threadIdx.x; bin < bin_count; bin += threads) histogram[bin] = 0;
+}
+
+// Adds the block's bins from `lowest_bin` up to the shared histogram (a zero bin costs no atomic).
+__device__ void flush_histogram(const uint32_t* block_histogram, uint32_t* histogram, uint32_t lowest_bin = 0) {
+  for (uint32_t bin = lowest_bin + threadIdx.x; bin < bin_count; bin += threads)
+    if (block_histogram[bin] != 0) atomicAdd(&histogram[bin], block_histogram[bin]);
+}
+
+struct BucketChoice {
+  uint32_t bin;
+  uint32_t above;  // keys in higher bins
+  uint32_t count;  // keys in the bin
+  bool found;      // false when the histogram holds fewer than rank keys (then bin 0)
+};
+
+// The bin that holds the rank-th largest key of `histogram` (in global memory, written by
+// other blocks, or in this block's shared memory), scanning from the top bin. Block-wide;
+// every thread gets the answer.
+__device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank, bool in_global) {
+  using BlockScan = cub::BlockScan<uint32_t, threads>;
+  __shared__ typename BlockScan::TempStorage scan_storage;
+  __shared__ BucketChoice choice;
+  constexpr int bins_per_thread = bin_count / threads;
+  uint32_t counts[bins_per_thread];
+  uint32_t thread_total = 0;
+#pragma unroll
+  for (int j = 0; j < bins_per_thread; ++j) {
+    const uint32_t* bin = &histogram[bin_count - 1 - (threadIdx.x * bins_per_thread + j)];
+    counts[j] = in_global ? __ldcg(bin) : *bin;
+    thread_total += counts[j];
+  }
+  uint32_t above = 0, total = 0;
+  BlockScan(scan_storage).ExclusiveSum(thread_total, above, total);
+  if (total < rank) {  // block-uniform: every thread sees the same total
+    __syncthreads();     // before the next call reuses scan_storage
+    return {0, 0, 0, false};
+  }
+#pragma unroll
+  for (int j = 0; j < bins_per_thread; ++j) {
+    if (above < rank && above + counts[j] >= rank)  // exactly one thread
+      choice = {bin_count - 1 - (threadIdx.x * bins_per_thread + j), above, counts[j], true};
+    above += counts[j];
+  }
+  __syncthreads();
+  return choice;
+}
+
+// Sorts keys[0..k) (shared memory, k <= block_sort_capacity) largest first into out, with a
+// bitonic network over the next power of two. A warp's pairs at gaps up to 32 stay inside
+// its own 64-key windows, so consecutive such steps need only a warp barrier: 10 of the 55
+// steps for k = 1000 wait for the whole block.
+__device__ void block_sort_descending(int32_t* keys, uint32_t k, int32_t* out) {
+  uint32_t size = 1;
+  while (size < k) size *= 2;
+  for (uint32_t i = k + threadIdx.x; i < size; i += threads) keys[i] = INT_MIN;
+  __syncthreads();
+  for (uint32_t run = 2; run <= size; run *= 2) {
+    for (uint32_t gap = run / 2; gap > 0; gap /= 2) {
+      // A block barrier when this step or the one before (gap * 2) crosses windows.
+      if (gap >= 64 || (gap == 32 && run >= 128))
+        __syncthreads();
+      else
+        __syncwarp();
+      for (uint32_t pair = threadIdx.x; pair < size / 2; pair += threads) {
+        const uint32_t lo = 2 * pair - (pair & (gap - 1));
+        const bool descending = (lo & run) == 0;  // the final run (run == size) is descending
+        const int32_t a = keys[lo], b = keys[lo + gap];
+        if (descending ? a < b : a > b) {
+          keys[lo] = b;
+          keys[lo + gap] = a;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < k; i += threads) out[i] = keys[i];
+}
+
+// ---- The read: tiles of 16-byte vectors, the bound, the prefilter ----
+
+// A tile is tile_vectors consecutive vectors (32 KiB); thread i loads vectors i, i + threads,
+// ... (a warp reads 512 bytes at once). Each block's first tile opens its run, so the first
+// tiles that the bound is drawn from are spread evenly over the input (sorted input too).
+struct Tile {
+  int4 vectors[vectors_per_thread];
+  uint32_t first;  // this thread's first vector index
+};
+
+// The block's tile t, as an index into the body's tiles, or ~0 when the block has no tile t.
+__device__ __forceinline__ uint32_t block_tile(const InputView& input, unsigned t) {
+  const size_t tile = size_t(blockIdx.x) * input.tiles_per_block + t;  // 64-bit: may pass 2^32 vectors
+  return t < input.tiles_per_block && tile * tile_vectors < input.body_vectors ? uint32_t(tile) : ~0u;
+}
+
+__device__ __forceinline__ Tile load_tile(const InputView& input, uint32_t tile) {
+  Tile loaded;
+  loaded.first = tile != ~0u ? tile * uint32_t(tile_vectors) + threadIdx.x : input.body_vectors;
+#pragma unroll
+  for (int u = 0; u < vectors_per_thread; ++u) {
+    const uint32_t i = loaded.first + u * threads;
+    loaded.vectors[u] = i < input.body_vectors ? __ldcs(&input.body[i]) : make_int4(0, 0, 0, 0);  // read once
+  }
+  return loaded;
+}
+
+__device__ __forceinline__ bool holds(const Tile& tile, int u, const InputView& input) {
+  return tile.first + u * threads < input.body_vectors;
+}
+
+__device__ __forceinline__ uint32_t key_at(const Tile& tile, int u, int c) {
+  const int4 v = tile.vectors[u];
+  return to_key(c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w);
+}
+
+__device__ void histogram_tile(const Tile& tile, const InputView& input, uint32_t* histogram) {
+#pragma unroll
+  for (int u = 0; u < vectors_per_thread; ++u)
+    if (holds(tile, u, input))
+#pragma unroll
+      for (int c = 0; c < 4; ++c) atomicAdd(&histogram[digit_of(key_at(tile, u, c), 0)], 1u);
+}
+
+// Copies the tile's keys at or above bound_key to the prefilter: one vote per warp when none
+// is (the usual case), else one atomic per warp. Past capacity only the count grows.
+__device__ void prefilter_tile(const Tile& tile, const InputView& input, uint32_t bound_key, const Buffers& buffers,
+                               uint32_t* count) {
+  uint32_t keep = 0;  // bit 4u + c: component c of vector u
+#pragma unroll
+  for (int u = 0; u < vectors_per_thread; ++u)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (holds(tile, u, input) && key_at(tile, u, c) >= bound_key) keep |= 1u << (4 * u + c);
+  if (!__any_sync(0xFFFFFFFFu, keep != 0)) return;
+  uint32_t slot = warp_reserve(__popc(keep), count);
+#pragma unroll
+  for (int u = 0; u < vectors_per_thread; ++u)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (keep & (1u << (4 * u + c))) {
+        if (slot < buffers.capacity) buffers.prefiltered[slot] = to_value(key_at(tile, u, c));
+        ++slot;
+      }
+}
+
+// The values outside the body (at most 3 + 3), by the first warp of block 0.
+__device__ void prefilter_loose_values(const int32_t* in, size_t n, const InputView& input, uint32_t bound_key,
+                                       const Buffers& buffers, uint32_t* count) {
+  if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+  const unsigned lane = threadIdx.x;
+  const size_t i = lane < 4 ? lane : input.tail_begin + (lane - 4);
+  const bool valid = lane < 4 ? i < input.head : (lane < 8 && i < n);
+  const int32_t value = valid ? __ldcg(&in[i]) : 0;
+  const bool keep = valid && to_key(value) >= bound_key;
+  const uint32_t slot = warp_append_slot(keep, count);
+  if (keep && slot < buffers.capacity) buffers.prefiltered[slot] = value;
+}
+
+// Step 1 of the file comment: the block has histogrammed its first tiles into shared_bins; it
+// adds their top bins to the shared histogram, waits until every block has, and returns the
+// lower bound on the k-th largest key (0 while the first tiles hold fewer than k values). All
+// blocks are resident (a cooperative launch), so the wait ends. Only the bound's tightness,
+// never its truth, depends on how many blocks' bins have landed when it is read.
+__device__ uint32_t first_tiles_bound(uint32_t k, const uint32_t* shared_bins, uint32_t* bound_histogram,
+                                      uint32_t* arrivals) {
+  __syncthreads();
+  // Bins below this block's k-th largest (or its smallest, with fewer than k) cannot hold the
+  // input's k-th largest, so they stay home: for k = 10 a block sends a bin or two.
+  const BucketChoice mine = find_bucket(shared_bins, k, false);
+  flush_histogram(shared_bins, bound_histogram, mine.found ? mine.bin : 0);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(arrivals, 1u);
+    while (*reinterpret_cast<volatile uint32_t*>(arrivals) < gridDim.x) __nanosleep(64);
+    __threadfence();
+  }
+  __syncthreads();
+  const BucketChoice bound = find_bucket(bound_histogram, k, true);
+  return bound.found ? bound.bin << digit_shift(0) : 0u;
+}
+
+// Parks a tile in shared memory (where block 0's finish works later), freeing its registers
+// for the next loads; unpark gives it back.
+__device__ __forceinline__ void park_tile(const Tile& tile, int4* parked) {
+#pragma unroll
+  for (int u = 0; u < vectors_per_thread; ++u) parked[u * threads + threadIdx.x] = tile.vectors[u];
+}
+
+__device__ __forceinline__ Tile unpark_tile(const int4* parked, uint32_t first) {
+  Tile tile;
+  tile.first = first;
+#pragma unroll
+  for (int u = 0; u < vectors_per_thread; ++u) tile.vectors[u] = parked[u * threads + threadIdx.x];
+  return tile;
+}
+
+// Steps 1 and 2: the one read of the input. The first two tiles make the bound's histogram
+// and wait in shared memory while the third is loading, so the memory system stays busy
+// while the blocks agree on the bound (a fourth would not fit the registers: spills).
+__device__ void prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectState* state, unsigned parity,
+                               const Buffers& buffers, uint32_t* shared_bins, int4* parked) {
+  const InputView input = split_input(in, n);
+  uint32_t* count = &state->prefilter_count[parity];
+  zero_histogram(shared_bins);
+  const Tile first = load_tile(input, block_tile(input, 0));
+  const Tile second = load_tile(input, block_tile(input, 1));
+  __syncthreads();
+  histogram_tile(first, input, shared_bins);
+  histogram_tile(second, input, shared_bins);
+  park_tile(first, parked);
+  park_tile(second, parked + tile_vectors);
+  const uint32_t first_index = first.first, second_index = second.first;
+  const Tile third = load_tile(input, block_tile(input, 2));
+  const uint32_t bound_key =
+      first_tiles_bound(k, shared_bins, state->bound_histogram[parity], &state->bound_arrivals[parity]);
+  prefilter_tile(unpark_tile(parked, first_index), input, bound_key, buffers, count);
+  prefilter_tile(unpark_tile(parked + tile_vectors, second_index), input, bound_key, buffers, count);
+  prefilter_tile(third, input, bound_key, buffers, count);
+  // Two tiles per step: 64 KiB in flight per block. The loop bound is the same for the whole
+  // block (warp votes inside).
+  unsigned t = 3;
+  for (; block_tile(input, t + 1) != ~0u; t += 2) {
+    const Tile a = load_tile(input, block_tile(input, t));
+    const Tile b = load_tile(input, block_tile(input, t + 1));
+    prefilter_tile(a, input, bound_key, buffers, count);
+    prefilter_tile(b, input, bound_key, buffers, count);
+  }
+  if (block_tile(input, t) != ~0u) prefilter_tile(load_tile(input, block_tile(input, t)), input, bound_key, buffers, count);
+  prefilter_loose_values(in, n, input, bound_key, buffers, count);
+}
+
+// ---- Step 3, usual case: block 0 finishes in shared memory ----
+
+// Histograms `digit` of the keys whose decided bits (digits before it) equal prefix.
+__device__ void histogram_digit(const uint32_t* keys, uint32_t count, int digit, uint32_t prefix, uint32_t* bins) {
+  zero_histogram(bins);
+  __syncthreads();
+  const uint32_t mask = decided_mask(digit - 1);
+  for (uint32_t i = threadIdx.x; i < count; i += threads)
+    if ((keys[i] & mask) == prefix) atomicAdd(&bins[digit_of(keys[i], digit)], 1u);
+  __syncthreads();
+}
+
+// Loads the prefilter into shared memory (several loads in flight per thread) and
+// histograms its digit 0 on the way.
+__device__ void load_prefilter(const int32_t* prefiltered, uint32_t count, uint32_t* keys, uint32_t* bins) {
+  zero_histogram(bins);
+  __syncthreads();
+  for (uint32_t first = threadIdx.x; first < count; first += items_per_thread * threads) {
+    uint32_t loaded[items_per_thread];
+#pragma unroll
+    for (int u = 0; u < items_per_thread; ++u) {
+      const uint32_t i = first + u * threads;
+      loaded[u] = i < count ? to_key(__ldcg(&prefiltered[i])) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < items_per_thread; ++u) {
+      const uint32_t i = first + u * threads;
+      if (i < count) {
+        keys[i] = loaded[u];
+        atomicAdd(&bins[digit_of(loaded[u], 0)], 1u);
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// The k largest of the prefilter, largest first, into out: find the k-th largest key digit by
+// digit, gather the keys above it, add the copies of it that the top k holds, sort.
+__device__ void finish_in_shared(const int32_t* prefiltered, uint32_t count, uint32_t k, uint32_t* bins,
+                                 uint32_t* keys, int32_t* results, int32_t* out) {
+  __shared__ uint32_t winner_count;
+  load_prefilter(prefiltered, count, keys, bins);
+  uint32_t prefix = 0, rank = k;
+  for (int digit = 0; digit < digit_count; ++digit) {
+    if (digit > 0) histogram_digit(keys, count, digit, prefix, bins);
+    const BucketChoice choice = find_bucket(bins, rank, false);
+    prefix |= choice.bin << digit_shift(digit);
+    rank -= choice.above;
+  }
+  const uint32_t threshold = prefix;  // the k-th largest; the top k holds `rank` copies of it
+  if (threadIdx.x == 0) winner_count = 0;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32;
+  for (uint32_t warp_base = threadIdx.x - lane; warp_base < count; warp_base += threads) {
+    const uint32_t i = warp_base + lane;
+    const bool winner = i < count && keys[i] > threshold;
+    const uint32_t slot = warp_append_slot(winner, &winner_count);
+    if (winner) results[slot] = to_value(keys[i]);
+  }
+  for (uint32_t i = k - rank + threadIdx.x; i < k; i += threads) results[i] = to_value(threshold);
+  __syncthreads();
+  block_sort_descending(results, k, out);
+}
+
+// ---- Step 3, otherwise: all blocks narrow together ----
+
+// Digit 0 of every value of src, into state->histogram[0].
+__device__ void histogram_pass(const int32_t* src, size_t count, SelectState* state, uint32_t* histogram) {
+  zero_histogram(histogram);
+  __syncthreads();
+  for_each_key(src, count, active_blocks(count),
+               [&](uint32_t key, bool valid) { if (valid) atomicAdd(&histogram[digit_of(key, 0)], 1u); });
+  __syncthreads();
+  flush_histogram(histogram, state->histogram[0]);
+}
+
+// Pass 1 or 2: sends the values above the chosen bucket to the result, copies the bucket's
+// values to the candidate buffer (when they fit) and histograms their next digit.
+template <int Pass>
+__device__ void narrow_pass(const int32_t* src, size_t count, uint32_t prefix, bool copy_bucket, SelectState* state,
+                            const Buffers& buffers, uint32_t* histogram) {
+  static_assert(Pass == 1 || Pass == 2, "passes 1 and 2 narrow");
+  const uint32_t group_mask = decided_mask(Pass - 2);  // keys outside the group were settled earlier
+  const uint32_t bucket_mask = decided_mask(Pass - 1);
+  int32_t* candidates = buffers.candidates[Pass - 1];
+  zero_histogram(histogram);
+  __syncthreads();
+  for_each_key(src, count, active_blocks(count), [&](uint32_t key, bool valid) {
+    const bool in_group = valid && (key & group_mask) == (prefix & group_mask);
+    const bool winner = in_group && (key & bucket_mask) > prefix;
+    const bool in_bucket = in_group && (key & bucket_mask) == prefix;
+    const uint32_t slot = warp_append_slot(winner, &state->winner_count);
+    if (winner) buffers.unsorted[slot] = to_value(key);
+    if (in_bucket) atomicAdd(&histogram[digit_of(key, Pass)], 1u);
+    if (copy_bucket) {
+      const uint32_t at = warp_append_slot(in_bucket, &state->candidate_count[Pass - 1]);
+      if (in_bucket) candidates[at] = to_value(key);
+    }
+  });
+  __syncthreads();
+  flush_histogram(histogram, state->histogram[Pass]);
+}
+
+// Radix select over src[0..count) by all blocks, a grid barrier after each digit; the k
+// results go to buffers.unsorted, and block 0 sorts them when sort_in_block.
+__device__ void select_with_all_blocks(const int32_t* in, size_t n, const int32_t* src, size_t count, uint32_t k,
+                                       SelectState* state, const Buffers& buffers, int32_t* out, bool sort_in_block,
+                                       uint32_t* histogram, int32_t* results) {
+  const cg::grid_group grid = cg::this_grid();
+  histogram_pass(src, count, state, histogram);
+  grid.sync();
+
+  const BucketChoice top = find_bucket(state->histogram[0], k, true);
+  uint32_t prefix = top.bin << digit_shift(0);
+  uint32_t k_remaining = k - top.above;
+  const bool buffered0 = top.count <= buffers.capacity;
+  narrow_pass<1>(src, count, prefix, buffered0, state, buffers, histogram);
+  grid.sync();
+
+  const BucketChoice middle = find_bucket(state->histogram[1], k_remaining, true);
+  prefix |= middle.bin << digit_shift(1);
+  k_remaining -= middle.above;
+  const bool buffered1 = middle.count <= buffers.capacity;
+  narrow_pass<2>(buffered0 ? buffers.candidates[0] : src, buffered0 ? __ldcg(&state->candidate_count[0]) : count,
+                 prefix, buffered1, state, buffers, histogram);
+  grid.sync();
+
+  // The k-th largest key is now known; the rest of the winners above it, then its copies.
+  const BucketChoice bottom = find_bucket(state->histogram[2], k_remaining, true);
+  const uint32_t threshold = prefix | bottom.bin;
+  k_remaining -= bottom.above;
+  const uint32_t group_mask = decided_mask(1);
+  const int32_t* last = buffered1 ? buffers.candidates[1] : buffered0 ? buffers.candidates[0] : src;
+  const size_t last_count = buffered1 ? __ldcg(&state->candidate_count[1])
+                            : buffered0 ? __ldcg(&state->candidate_count[0])
+                                        : count;
+  for_each_key(last, last_count, active_blocks(last_count), [&](uint32_t key, bool valid) {
+    const bool winner = valid && (key & group_mask) == (threshold & group_mask) && key > threshold;
+    const uint32_t slot = warp_append_slot(winner, &state->winner_count);
+    if (winner) buffers.unsorted[slot] = to_value(key);
+  });
+  for (size_t i = k - k_remaining + grid.thread_rank(); i < k; i += grid.size()) buffers.unsorted[i] = to_value(threshold);
+  if (!sort_in_block) return;  // cub::DeviceRadixSort follows on the stream
+  grid.sync();
+  if (blockIdx.x != 0) return;
+  for (uint32_t i = threadIdx.x; i < k; i += threads) results[i] = __ldcg(&buffers.unsorted[i]);
+  block_sort_descending(results, k, out);
+}
+
+enum FinishPlan : uint32_t { plan_pending = 0, plan_one_block = 1, plan_all_blocks = 2 };
+
+// After the read: the last block to finish it looks at the prefilter and either finishes alone
+// (the others leave) or calls every block to the all-block passes. Returns the plan. Like a
+// grid barrier, but the block that finishes alone never waits for the others to wake up.
+__device__ FinishPlan plan_finish(SelectState* state, unsigned parity, uint32_t capacity, bool sort_in_block,
+                                  uint32_t& prefilter_count) {
+  __shared__ FinishPlan plan;
+  __shared__ uint32_t count;
+  __syncthreads();  // every thread's copies to the prefilter are issued
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const bool last = atomicAdd(&state->read_arrivals[parity], 1u) + 1 == gridDim.x;
+    __threadfence();
+    volatile uint32_t* published = &state->finish_plan[parity];
+    if (last) {
+      count = __ldcg(&state->prefilter_count[parity]);
+      // The prefilter holds the top k whenever it did not overflow.
+      const bool alone = count <= capacity && sort_in_block && count <= TopkTuning::shared_finish_capacity;
+      plan = alone ? plan_one_block : plan_all_blocks;
+      *published = plan;
+    } else {
+      while (*published == plan_pending) __nanosleep(64);
+      plan = FinishPlan(*published);
+      count = __ldcg(&state->prefilter_count[parity]);
+      if (plan == plan_one_block) plan = plan_pending;  // another block finishes; this one leaves
+    }
+  }
+  __syncthreads();
+  prefilter_count = count;
+  return plan;
+}
+
+// The whole selection: see the file comment for the steps. `parity` picks this call's copy of
+// the bound's state.
+__global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
+    radix_select_kernel(const int32_t* in, size_t n, uint32_t k, unsigned parity, SelectState* state, Buffers buffers,
+                        int32_t* out, bool sort_in_block) {
+  __shared__ uint32_t histogram[bin_count];
+  extern __shared__ uint32_t finish_keys[];  // finish_shared_bytes: prefilter keys, then results
+  int32_t* results = reinterpret_cast<int32_t*>(finish_keys + TopkTuning::shared_finish_capacity);
+  const cg::grid_group grid = cg::this_grid();
+
+  // Nothing reads these before the grid barrier below: the all-block state, and the next
+  // call's copy of the bound's state.
+  for (size_t i = grid.thread_rank(); i < sizeof(state->histogram) / sizeof(uint32_t); i += grid.size())
+    (&state->histogram[0][0])[i] = 0;
+  for (size_t i = grid.thread_rank(); i < bin_count; i += grid.size()) state->bound_histogram[parity ^ 1][i] = 0;
+  if (grid.thread_rank() == 0) {
+    state->bound_arrivals[parity ^ 1] = state->prefilter_count[parity ^ 1] = 0;
+    state->read_arrivals[parity ^ 1] = state->finish_plan[parity ^ 1] = plan_pending;
+    state->candidate_count[0] = state->candidate_count[1] = state->winner_count = 0;
+  }
+
+  prefilter_pass(in, n, k, state, parity, buffers, histogram, reinterpret_cast<int4*>(finish_keys));
+  uint32_t prefilter_count = 0;
+  const FinishPlan plan = plan_finish(state, parity, buffers.capacity, sort_in_block, prefilter_count);
+  if (plan == plan_one_block)
+    finish_in_shared(buffers.prefiltered, prefilter_count, k, histogram, finish_keys, results, out);
+  if (plan != plan_all_blocks) return;
+  const bool prefilter_holds = prefilter_count <= buffers.capacity;
+  select_with_all_blocks(in, n, prefilter_holds ? buffers.prefiltered : in, prefilter_holds ? prefilter_count : n, k,
+                         state, buffers, out, sort_in_block, histogram, results);
+}
+
+// One device allocation, carved into the pieces the kernel needs; the state comes first so
+// that it stays in place when the allocation is reused for another n or k.
+struct Workspace {
+  size_t prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, total = 0;
+  size_t sort_bytes = 0;
+  uint32_t capacity = 0;
+
+  Workspace(size_t n, int k) {
+    // Spread-out data leaves ~n/2048 values in a bucket; a bucket above n/16 (few distinct
+    // values) is cheaper to re-read from the input than to copy.
+    const size_t floor = size_t(1) << 16;
+    capacity = uint32_t(n < floor ? n : (n / 16 > floor ? n / 16 : floor));
+    if (k > TopkTuning::block_sort_capacity)
+      cub::DeviceRadixSort::SortKeysDescending(nullptr, sort_bytes, static_cast<const int32_t*>(nullptr),
+                                               static_cast<int32_t*>(nullptr), k);
+    auto take = [this](size_t bytes) {
+      const size_t at = total;
+      total += (bytes + 255) / 256 * 256;
+      return at;
+    };
+    take(sizeof(SelectState));
+    prefiltered_offset = take(capacity * sizeof(int32_t));
+    candidates_offset[0] = take(capacity * sizeof(int32_t));
+    candidates_offset[1] = take(capacity * sizeof(int32_t));
+    unsorted_offset = take(size_t(k) * sizeof(int32_t));
+    sort_offset = take(sort_bytes);
+  }
+};
+
+// The workspace is kept per device between calls and grown when a call needs more: a
+// cudaMallocAsync per call costs more than the selection at n = 10^7. Because of it, calls
+// on one device must not overlap: two streams running topk at once would share it.
+struct DeviceScratch {
+  char* workspace = nullptr;
+  size_t bytes = 0;
+  unsigned grid = 0;    // blocks that fit on the device at once, as a cooperative launch needs
+  unsigned calls = 0;   // launched so far: the parity of the bound's state
+};
+
+// Returns the device's workspace (nullptr on a CUDA error) and its record, whose `calls` the
+// caller counts once its launch succeeded.
+char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
+  constexpr int max_devices = 64;
+  static DeviceScratch scratch[max_devices];
+  static std::mutex mutex;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device >= max_devices) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  DeviceScratch& mine = scratch[device];
+  if (mine.grid == 0) {
+    if (cudaFuncSetAttribute(radix_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(finish_shared_bytes)) != cudaSuccess)
+      return nullptr;
+    int sm_count = 0, per_sm = 0;
+    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, radix_select_kernel, threads, finish_shared_bytes);
+    mine.grid = unsigned(sm_count * (per_sm > 0 ? per_sm : 1));
+  }
+  record = &mine;
+  if (mine.bytes < bytes) {
+    if (mine.workspace != nullptr) cudaFree(mine.workspace);  // waits for calls still using it
+    mine.workspace = nullptr;
+    mine.bytes = 0;
+    if (cudaMalloc(&mine.workspace, bytes) != cudaSuccess) return nullptr;
+    mine.bytes = bytes;
+    // Both copies of the bound's state start zeroed; each call then zeroes the other's.
+    if (cudaMemsetAsync(mine.workspace, 0, sizeof(SelectState), stream) != cudaSuccess) return nullptr;
+  }
+  return mine.workspace;
+}
+
+}  // namespace
+
+extern "C" void topk(const int32_t* d_in, size_t n, int k, int32_t* d_out, cudaStream_t stream) {
+  if (k < 1 || size_t(k) > n || n > UINT32_MAX) {
+    std::fprintf(stderr, "topk: needs 1 <= k <= n < 2^32 (k = %d, n = %zu); d_out was not written\n", k, n);
+    return;
+  }
+  const Workspace plan(n, k);
+  DeviceScratch* scratch = nullptr;
+  char* workspace = scratch_for(plan.total, scratch, stream);
+  if (workspace == nullptr) return;  // the CUDA error stays visible to the caller
+  unsigned parity = scratch->calls % 2;
+
+  auto* state = reinterpret_cast<SelectState*>(workspace);
+  Buffers buffers{reinterpret_cast<int32_t*>(workspace + plan.prefiltered_offset),
+                  {reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[0]),
+                   reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[1])},
+                  plan.capacity,
+                  reinterpret_cast<int32_t*>(workspace + plan.unsorted_offset)};
+  uint32_t k32 = uint32_t(k);
+  bool sort_in_block = k <= TopkTuning::block_sort_capacity;
+  void* args[] = {&d_in, &n, &k32, &parity, &state, &buffers, &d_out, &sort_in_block};
+  if (cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(radix_select_kernel), dim3(scratch->grid),
+                                  dim3(threads), args, finish_shared_bytes, stream) != cudaSuccess)
+    return;
+  ++scratch->calls;  // the kernel zeroes the other copy of the bound's state for the next call
+  if (!sort_in_block) {
+    size_t sort_bytes = plan.sort_bytes;
+    cub::DeviceRadixSort::SortKeysDescending(workspace + plan.sort_offset, sort_bytes, buffers.unsorted, d_out, k, 0,
+                                             32, stream);
+  }
+}
