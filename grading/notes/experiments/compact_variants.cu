@@ -938,7 +938,7 @@ struct Case {
 
 std::vector<Case> correctness_cases() {
   std::vector<Case> c;
-  const size_t sizes[] = {0, 1, 3, 4, 5, 127, 1000, 1023, 1025, 4096, 6143, 6145, 8191, 8192, 8193, 16383, 16384,
+  const size_t sizes[] = {0, 1, 3, 4, 5, 127, 1000, 1023, 1025, 2047, 2049, 4096, 6143, 6145, 8191, 8192, 8193, 16383, 16384,
                           16385, 24577, 100003, 1000007, size_t(1) << 24, (size_t(1) << 24) + 5};
   for (size_t n : sizes)
     for (Dist d : {Dist::signs, Dist::all_positive, Dist::none_positive, Dist::special, Dist::sparse})
