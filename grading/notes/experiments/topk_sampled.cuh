@@ -1,45 +1,60 @@
-// Lab 03 reference solution: radix select that reads the input once, in one cooperative
-// kernel, with the bound for the prefilter found while the read is under way.
+// Issue 22 experiment, not the reference: the sampled top-k design measured against the
+// reference on 2026-11-26 (slower at n = 10^7, grading/notes/issue22/README.md). Included by
+// topk_variants.cu.
+// Lab 03 reference solution: top-k by a sampled threshold, one filtering read and a ranking
+// of the few values that survive it, in one cooperative kernel; a radix select (the previous
+// reference, kept below) serves the inputs the sample cannot and small n.
 //
 // Beyond the chapter (sorted arrays per thread: O(k) work per element, k capped by shared
-// memory) it finds the k-th largest value digit by digit, as a radix sort would sort, but
-// keeps only the one bucket that holds it. Beyond the README's outline it avoids every pass
-// over the input but one, and every stop that leaves the memory system idle:
-//  1. Each block loads its first two tiles (16-byte loads), histograms the top 11 bits of
-//     both in shared memory, parks them in shared memory while its third tile loads, and
-//     adds to a global histogram only the bins at or above its own k-th largest (the global
-//     k-th largest cannot lie lower). Once every block has added its bins (a spin on an
-//     arrival counter), the bin that holds the k-th largest of those first tiles is a lower
-//     bound for the k-th largest of the input: they are a subset of it. Always right.
-//  2. The rest of the read copies only the values in or above that bin to a prefilter buffer,
-//     with one vote per warp and tile, one atomic when any is kept (4791 values at 10^7).
-//  3. The last block to finish the read (an arrival counter, no grid barrier) looks at the
-//     prefilter: when it fits shared memory and k <= 4096 that block alone narrows it through
-//     the three digits (11, 11, 10 bits) by shared-memory histograms, gathers the k largest
-//     and sorts them (bitonic network), and the other blocks leave. Otherwise (2^28: 130,000
-//     values; k > 4096; ties that overflow the buffer) it calls every block to all-block
-//     passes over the prefilter, or over the input after an overflow, with grid barriers.
-// Why it is faster than the previous reference (a 1/16 sample read first, a grid barrier
-// before the full read, every value histogrammed in it): no sample pass and no barrier before
-// the read, and the prefilter's bound comes from data the read fetches anyway. H100, the
-// lab's benchmark (L2 flushed, events): n = 10^7, k = 10 / 1000: 0.0485 / 0.0567 ms before,
-// 0.0388 / 0.0467 ms now (cub::DeviceRadixSort of all n: 0.301 ms, so 7.8x / 6.4x); n = 2^28:
-// 0.432 / 0.443 ms before, 0.4165 / 0.4268 ms now (sort 5.55 ms: 13.3x / 13.0x). A read-only
-// kernel over the same 40 MB takes 0.023 ms timed the same way (an empty launch 0.007 ms);
-// at 2^28 it takes 0.375 ms, so 20x the sort (0.28 ms) is below one read of the input.
-// Where the rest goes at 10^7, k = 10 (globaltimer, from the first block's start): the blocks
-// agree on the bound at 15 us (the first tiles arrive slowly after the flush), the read ends
-// at 20 us (median block) to 23 us (last), block 0's finish takes 9 us more (1.6 to decide,
-// 1.5 to load the 4791 prefiltered values, 3 to select, 2.7 to gather and sort); at k = 1000
-// the bitonic sort of 1024 keys makes the finish 17 us. A register-resident bitonic sort
-// (8 keys per thread, shuffles) measured slower (k = 10: 0.0437 ms), so it is not used.
+// memory) it never compares a value with more than a threshold while reading, and beyond the
+// README's radix select it never waits for other blocks before or during the one read:
+//  1. Sample. Every block reads the same 16,384 values (512 lines of 32, spread evenly over
+//     the input, the last line at its end) and takes their r-th largest, rounded down to a
+//     multiple of 2^10, as the threshold: the same value in every block, with no exchange.
+//     The sample is part of the input, so at least r values reach the threshold; the host
+//     picks r so that, for values in random order, fewer than k do with probability below
+//     1e-9 (P(Poisson(k * 16384 / n) >= r)), and aims at 5k + 2048 values above it. The
+//     block's first 16-byte loads of the read are in flight meanwhile.
+//  2. Filter. The read (16-byte streaming loads, 4 per thread in flight, one vote per warp
+//     when no value is kept) appends the values at or above the threshold to a list (one
+//     atomic per warp) and to one of 2048 buckets splitting [threshold, INT_MAX] evenly.
+//  3. Rank. After one grid barrier every block reads the buckets' counts and finds the bucket
+//     of the k-th largest; the values in it and above (k and a few more) are copied to shared
+//     memory by 64 blocks, and each is ranked by one warp (values larger, plus equal ones
+//     earlier) and written to out[rank]: sorted output with no sort, ties counted apart.
+// The same counts tell every block alike when that cannot be trusted: the list overflowed or
+// holds fewer than k values (many copies of the top values, a sample unlike the input: sorted
+// input, all equal), or a needed bucket overflowed. Then all blocks run the radix select below
+// over the list, or over the input, in the same launch: no host synchronisation, no extra
+// launch on the fast path. Inputs below 2^18 values, k > 4096 or a d_in not 16-byte aligned
+// take the radix-select kernel directly.
+// Why it is faster than the previous reference (the radix select alone: blocks agreed on a
+// prefilter bound through a spin early in the read, and one block then selected and bitonic-
+// sorted ~5,000 values, 9 us at k = 10 and 17 us at k = 1000): no block waits before the read
+// ends, and the finish works on ~k values across 64 blocks instead of thousands in one.
+// H100, L2 flushed, events, n = 10^7, k = 10 / 1000: previous 0.0388 / 0.0467 ms (full
+// cub::DeviceRadixSort 0.301 ms: 7.8x / 6.4x), now (measured slower: grading/notes/issue22/README.md); n = 2^28: previous
+// 0.4165 / 0.4268 ms (sort 5.55 ms: 13.3x / 13.0x), now (measured slower: grading/notes/issue22/README.md). A read-only kernel over
+// the same 40 MB takes 0.023 ms timed the same way (an empty launch 0.007 ms); at 2^28 it takes
+// 0.375 ms, so 20x the sort (0.28 ms) is below one read of the input.
+//
+// The radix select (n < 2^18, k > 4096, misaligned input; and the sampled path's fallback):
+// it finds the k-th largest value digit by digit (11, 11, 10 bits), as a radix sort would
+// sort, keeping only the one bucket that holds it. On its own it reads the input once:
+// each block histograms its first two tiles, the blocks agree (an arrival counter) on a lower
+// bound for the k-th largest from them, the rest of the read copies the values at or above it
+// to a prefilter, and the last block to finish either selects in shared memory and sorts
+// (bitonic) alone or calls all blocks to passes over the prefilter (or the input, after an
+// overflow) with grid barriers, as the sampled path's fallback does.
 #include "topk.h"
 
 #include <cooperative_groups.h>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 
@@ -660,10 +675,332 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
                          state, buffers, out, sort_in_block, histogram, results);
 }
 
-// One device allocation, carved into the pieces the kernel needs; the state comes first so
+// ---- The sampled path (n >= 2^18, k <= 4096, 16-byte aligned input) ----
+//
+// One cooperative kernel, one read of the input, no wait before it:
+//  1. Every block reads the same sample (512 lines of 32 values spread evenly over the input)
+//     and picks the same threshold from it: its r-th largest value, rounded down to a multiple
+//     of 2^10. The sample is part of the input, so at least r values reach the threshold; r
+//     is chosen on the host so that fewer than k do with probability below 1e-9 for values in
+//     random order (sample_rank_for). While it does, the block's first loads are in flight.
+//  2. The read writes every value at or above the threshold twice: to a list (one atomic per
+//     warp) and to one of 2048 buckets that split [threshold, INT_MAX] evenly (one atomic per
+//     value; they are few). A warp that sees the list overflow stops reading.
+//  3. A grid barrier. The buckets' counts (8 KiB) say which bucket holds the k-th largest; the
+//     values in it and above (the survivors: k plus a few) are ranked by 64 blocks at once,
+//     each value by one warp that counts the survivors above it, and written to out[rank].
+//     Every block decides alike, from the same counts, whether it can: else all blocks run
+//     the radix select of the previous path over the list, or over the input when the list
+//     does not hold the top k (a bad sample, or many copies of the values at the top).
+
+struct SampledTuning {
+  static constexpr int sample_chunks = 512;   // sampled lines, one per thread
+  static constexpr int chunk_vectors = 8;     // a 128-byte line: 32 consecutive values
+  static constexpr int vectors_per_step = 4;  // 16-byte loads in flight per thread in the read
+  static constexpr int bucket_slots = 256;    // values a bucket keeps; more send it to the list
+  static constexpr int survivor_capacity = 8192;
+  static constexpr int ranking_blocks = 64;   // k = 1000: one survivor per warp
+  static constexpr size_t min_n = size_t(1) << 18;
+};
+
+constexpr int sample_size = SampledTuning::sample_chunks * SampledTuning::chunk_vectors * 4;
+constexpr int step_vectors = SampledTuning::vectors_per_step;
+static_assert(SampledTuning::sample_chunks == threads, "each thread loads one sampled line");
+static_assert(size_t(sample_size) * sizeof(uint32_t) <= finish_shared_bytes, "the sample's keys fit the dynamic shared memory");
+static_assert(size_t(SampledTuning::survivor_capacity) * sizeof(uint32_t) <= finish_shared_bytes,
+              "the survivors fit the dynamic shared memory");
+static_assert(SampledTuning::min_n / 4 >= size_t(SampledTuning::chunk_vectors) * SampledTuning::sample_chunks,
+              "sampled lines do not overlap");
+
+// The sampled path's state, beside SelectState (whose all-block part its fallback uses). One
+// copy per call parity: a call uses one and zeroes the other for the next call.
+struct SampledState {
+  uint32_t bucket_counts[2][bin_count];  // values that went to each bucket (also past its slots)
+  uint32_t candidate_count[2];           // values at or above the threshold (also past the list)
+  uint32_t threshold_max[2];             // of the blocks' thresholds: all equal, checked
+  uint32_t threshold_min_flipped[2];     // ~threshold, max: the smallest threshold
+  uint32_t arrivals[2];                  // blocks at the grid barrier
+};
+
+struct WorkspaceState {
+  SelectState select;
+  SampledState sampled;
+};
+
+// The r-th largest of the sample, rounded down to a multiple of 2^10 by two 11-bit digits.
+// Thread i loads line i (8 vectors: two rounds of 4, to keep registers for the read's first
+// loads). Keys are stored value-major (keys[j * threads + i]) so the stores hit distinct banks.
+__device__ uint32_t sample_threshold(const int4* body, uint32_t body_vectors, uint32_t rank, uint32_t* keys,
+                                     uint32_t* bins) {
+  constexpr int chunks = SampledTuning::sample_chunks, chunk_vectors = SampledTuning::chunk_vectors;
+  zero_histogram(bins);
+  __syncthreads();
+  // The last line ends the body: a sorted input's largest values are sampled too.
+  const uint32_t first = uint32_t(uint64_t(body_vectors - chunk_vectors) * threadIdx.x / (chunks - 1));
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    int4 v[chunk_vectors / 2];
+#pragma unroll
+    for (int u = 0; u < chunk_vectors / 2; ++u) v[u] = __ldcg(&body[first + half * (chunk_vectors / 2) + u]);
+#pragma unroll
+    for (int u = 0; u < chunk_vectors / 2; ++u) {
+      const int j = 4 * (half * (chunk_vectors / 2) + u);
+      const uint32_t four[4] = {to_key(v[u].x), to_key(v[u].y), to_key(v[u].z), to_key(v[u].w)};
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        keys[(j + c) * threads + threadIdx.x] = four[c];
+        atomicAdd(&bins[digit_of(four[c], 0)], 1u);
+      }
+    }
+  }
+  __syncthreads();
+  const BucketChoice top = find_bucket(bins, rank, false);
+  const uint32_t prefix = top.bin << digit_shift(0);
+  histogram_digit(keys, sample_size, 1, prefix, bins);
+  const BucketChoice next = find_bucket(bins, rank - top.above, false);
+  return prefix | next.bin << digit_shift(1);
+}
+
+// Where the read puts the values at or above the threshold.
+struct Filter {
+  uint32_t threshold;      // a key
+  int bucket_shift;        // bucket = (key - threshold) >> bucket_shift, below bin_count
+  uint32_t* count;         // of the list; past capacity only the count grows
+  uint32_t* bucket_counts;
+  int32_t* list;
+  uint32_t capacity;
+  int32_t* buckets;        // bin_count * bucket_slots
+};
+
+__device__ Filter make_filter(uint32_t threshold, unsigned parity, SampledState* sampled, const Buffers& buffers,
+                              int32_t* buckets) {
+  const uint32_t span = 0xFFFFFFFFu - threshold;  // keys above the threshold
+  const int span_bits = 32 - __clz(span);        // 0 when the threshold is the largest key
+  return {threshold,     span_bits > 11 ? span_bits - 11 : 0, &sampled->candidate_count[parity],
+          sampled->bucket_counts[parity], buffers.prefiltered, buffers.capacity, buckets};
+}
+
+// One atomic per value: the values at or above the threshold are a few thousand, scattered
+// over the buckets.
+__device__ __forceinline__ void add_to_bucket(uint32_t key, const Filter& filter) {
+  const uint32_t bucket = (key - filter.threshold) >> filter.bucket_shift;
+  const uint32_t slot = atomicAdd(&filter.bucket_counts[bucket], 1u);
+  if (slot < SampledTuning::bucket_slots) filter.buckets[bucket * SampledTuning::bucket_slots + slot] = to_value(key);
+}
+
+__device__ __forceinline__ uint32_t component(const int4& v, int c) {
+  return to_key(c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w);
+}
+
+// Vectors first + u * threads (u < step_vectors) of the body; those past its end are not read.
+__device__ __forceinline__ void load_step(const int4* body, uint32_t first, uint32_t body_vectors,
+                                          int4 (&v)[step_vectors]) {
+#pragma unroll
+  for (int u = 0; u < step_vectors; ++u) {
+    const uint32_t i = first + u * threads;
+    v[u] = i < body_vectors ? __ldcs(&body[i]) : make_int4(0, 0, 0, 0);  // read once
+  }
+}
+
+// Keeps the step's values at or above the threshold: one vote per warp when none is (the usual
+// case). Returns false, for the whole warp, once the list has overflowed: the rest of the read
+// would be wasted, since the fallback re-reads the input.
+__device__ bool filter_step(const int4 (&v)[step_vectors], uint32_t first, uint32_t body_vectors,
+                            const Filter& filter) {
+  uint32_t keep = 0;  // bit 4u + c: component c of vector u
+#pragma unroll
+  for (int u = 0; u < step_vectors; ++u)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (first + u * threads < body_vectors && component(v[u], c) >= filter.threshold) keep |= 1u << (4 * u + c);
+  if (!__any_sync(0xFFFFFFFFu, keep != 0)) return true;
+  uint32_t slot = warp_reserve(__popc(keep), filter.count);
+  const bool overflow = __any_sync(0xFFFFFFFFu, slot + __popc(keep) > filter.capacity);
+#pragma unroll
+  for (int u = 0; u < step_vectors; ++u)
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      if (keep & (1u << (4 * u + c))) {
+        if (slot < filter.capacity) filter.list[slot] = to_value(component(v[u], c));
+        ++slot;
+        if (!overflow) add_to_bucket(component(v[u], c), filter);
+      }
+  return !overflow;
+}
+
+// The last n % 4 values, by the first warp of block 0.
+__device__ void filter_tail(const int32_t* in, size_t n, const Filter& filter) {
+  if (blockIdx.x != 0 || threadIdx.x >= 32) return;
+  const size_t i = n / 4 * 4 + threadIdx.x;
+  const bool valid = i < n;
+  const uint32_t key = valid ? to_key(__ldcg(&in[i])) : 0u;
+  const bool keep = valid && key >= filter.threshold;
+  const uint32_t slot = warp_append_slot(keep, filter.count);
+  if (!keep) return;
+  if (slot < filter.capacity) filter.list[slot] = to_value(key);
+  add_to_bucket(key, filter);
+}
+
+// Every block of the (cooperative) grid arrives; the counter is zeroed by the previous call.
+__device__ void wait_for_all_blocks(uint32_t* arrivals) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(arrivals, 1u);
+    while (*reinterpret_cast<volatile uint32_t*>(arrivals) < gridDim.x) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// Step 3 of the section comment. Returns false, in every block alike (all read the same
+// counts), when the buckets cannot give the top k: a bucket at or above the k-th largest kept
+// fewer values than it was sent, or the survivors exceed survivor_capacity. `offsets` and
+// `survivors` are shared memory (bin_count and survivor_capacity words).
+__device__ bool rank_survivors(const uint32_t* bucket_counts, const int32_t* buckets, uint32_t k, int32_t* out,
+                               uint32_t* offsets, uint32_t* survivors) {
+  using BlockScan = cub::BlockScan<uint32_t, threads>;
+  __shared__ typename BlockScan::TempStorage scan_storage;
+  __shared__ uint32_t survivor_count, last_bucket;  // last_bucket counts down from the top bucket
+  constexpr int buckets_per_thread = bin_count / threads;
+  if (threadIdx.x == 0) survivor_count = ~0u;  // stays so only if the counts hold fewer than k
+  // Bucket d from the top, thread t: d = t * buckets_per_thread + j.
+  uint32_t counts[buckets_per_thread];
+  uint32_t thread_total = 0;
+#pragma unroll
+  for (int j = 0; j < buckets_per_thread; ++j) {
+    counts[j] = __ldcg(&bucket_counts[bin_count - 1 - (threadIdx.x * buckets_per_thread + j)]);
+    thread_total += counts[j];
+  }
+  uint32_t above = 0;
+  BlockScan(scan_storage).ExclusiveSum(thread_total, above);
+  bool overflow = false;
+#pragma unroll
+  for (int j = 0; j < buckets_per_thread; ++j) {
+    const uint32_t d = threadIdx.x * buckets_per_thread + j;
+    if (above < k) {  // bucket d holds survivors
+      offsets[d] = above;
+      overflow |= counts[j] > SampledTuning::bucket_slots;
+      if (above + counts[j] >= k) {  // exactly one thread: the bucket of the k-th largest
+        survivor_count = above + counts[j];
+        last_bucket = d;
+      }
+    }
+    above += counts[j];
+  }
+  if (__syncthreads_or(overflow) || survivor_count > SampledTuning::survivor_capacity) return false;
+  const unsigned ranking_blocks = min(gridDim.x, unsigned(SampledTuning::ranking_blocks));
+  if (blockIdx.x >= ranking_blocks) return true;
+
+  // Survivor s, in bucket order from the top: bucket d with offsets[d] <= s, the last such.
+  const uint32_t count = survivor_count, last = last_bucket;
+  for (uint32_t s = threadIdx.x; s < count; s += threads) {
+    uint32_t lo = 0, hi = last;
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi + 1) / 2;
+      if (offsets[mid] <= s) lo = mid; else hi = mid - 1;
+    }
+    survivors[s] = to_key(__ldcg(&buckets[(bin_count - 1 - lo) * SampledTuning::bucket_slots + (s - offsets[lo])]));
+  }
+  __syncthreads();
+  // Survivor s's rank: survivors larger, and equal ones before it (every block orders them
+  // alike), so the ranks are 0..count-1 once each. One warp per survivor.
+  constexpr unsigned warps = threads / 32;
+  const unsigned lane = threadIdx.x % 32;
+  for (uint32_t s = blockIdx.x * warps + threadIdx.x / 32; s < count; s += ranking_blocks * warps) {
+    const uint32_t key = survivors[s];
+    uint32_t rank = 0;
+    for (uint32_t j = lane; j < count; j += 32) {
+      const uint32_t other = survivors[j];
+      rank += other > key || (other == key && j < s);
+    }
+    rank = __reduce_add_sync(0xFFFFFFFFu, rank);
+    if (lane == 0 && rank < k) out[rank] = to_value(key);
+  }
+  return true;
+}
+
+// The sampled path, steps 1 to 3. `parity` picks this call's copy of SampledState.
+__global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
+    sampled_select_kernel(const int32_t* in, size_t n, uint32_t k, uint32_t sample_rank, unsigned parity,
+                          WorkspaceState* workspace_state, Buffers buffers, int32_t* buckets, int32_t* out) {
+  __shared__ uint32_t histogram[bin_count];
+  extern __shared__ uint32_t shared_keys[];  // finish_shared_bytes: the sample, survivors, or results
+  SelectState* state = &workspace_state->select;
+  SampledState* sampled = &workspace_state->sampled;
+  const cg::grid_group grid = cg::this_grid();
+
+  // Nothing reads these before the grid barrier: the fallback's state, the next call's copy.
+  for (size_t i = grid.thread_rank(); i < sizeof(state->histogram) / sizeof(uint32_t); i += grid.size())
+    (&state->histogram[0][0])[i] = 0;
+  for (size_t i = grid.thread_rank(); i < bin_count; i += grid.size()) sampled->bucket_counts[parity ^ 1][i] = 0;
+  if (grid.thread_rank() == 0) {
+    state->candidate_count[0] = state->candidate_count[1] = state->winner_count = 0;
+    sampled->candidate_count[parity ^ 1] = sampled->arrivals[parity ^ 1] = 0;
+    sampled->threshold_max[parity ^ 1] = sampled->threshold_min_flipped[parity ^ 1] = 0;
+  }
+
+  const int4* body = reinterpret_cast<const int4*>(in);  // the host checked the alignment
+  const uint32_t body_vectors = uint32_t(n / 4);
+  const uint32_t step = threads * step_vectors, grid_step = gridDim.x * step;
+  int4 v[step_vectors];
+  load_step(body, blockIdx.x * step + threadIdx.x, body_vectors, v);  // in flight while the sample is read
+  const uint32_t threshold = sample_threshold(body, body_vectors, sample_rank, shared_keys, histogram);
+  const Filter filter = make_filter(threshold, parity, sampled, buffers, buckets);
+  for (uint32_t first = blockIdx.x * step; first < body_vectors; first += grid_step) {
+    if (!filter_step(v, first + threadIdx.x, body_vectors, filter)) break;
+    if (first + grid_step < body_vectors) load_step(body, first + grid_step + threadIdx.x, body_vectors, v);
+  }
+  filter_tail(in, n, filter);
+  if (threadIdx.x == 0) {
+    atomicMax(&sampled->threshold_max[parity], threshold);
+    atomicMax(&sampled->threshold_min_flipped[parity], ~threshold);
+  }
+  wait_for_all_blocks(&sampled->arrivals[parity]);
+
+  const uint32_t count = __ldcg(&sampled->candidate_count[parity]);
+  const bool agreed = ~__ldcg(&sampled->threshold_min_flipped[parity]) == __ldcg(&sampled->threshold_max[parity]);
+  // Every value at or above the threshold is in the list, and there are at least k.
+  const bool list_holds_top = agreed && count >= k && count <= buffers.capacity;
+  int32_t* results = reinterpret_cast<int32_t*>(shared_keys);
+  if (list_holds_top) {
+    if (rank_survivors(sampled->bucket_counts[parity], buckets, k, out, histogram, shared_keys)) return;
+    select_with_all_blocks(in, n, buffers.prefiltered, count, k, state, buffers, out, true, histogram, results);
+    return;
+  }
+  select_with_all_blocks(in, n, in, n, k, state, buffers, out, true, histogram, results);
+}
+
+// The sample rank r whose value is the threshold. Enough values reach it for the top k when r
+// is large enough that, for values in random order, fewer than k of the input reach the r-th
+// largest of the sample with probability below 1e-9: that probability is P(Poisson(lambda) >=
+// r), lambda = k * sample_size / n. Beyond that r aims at 5k + 2048 values over the threshold
+// (a margin: the survivors' bucket stays small). 0 when the sample cannot serve.
+uint32_t sample_rank_for(size_t n, int k) {
+  const double values_per_sample = double(n) / sample_size;
+  const double lambda = k / values_per_sample;
+  double tail = 1, probability = std::exp(-lambda);  // P(X >= r) and P(X = r), from r = 0
+  uint32_t r = 0;
+  while (tail > 1e-9 && r < sample_size) {
+    tail -= probability;
+    ++r;
+    probability *= lambda / r;
+  }
+  const double aimed = std::ceil((5.0 * k + 2048) / values_per_sample);
+  const double rank = std::max(double(r), aimed);
+  return rank <= sample_size / 4 ? uint32_t(rank) : 0;
+}
+
+bool sampled_path_serves(const int32_t* in, size_t n, int k) {
+  return n >= SampledTuning::min_n && k <= TopkTuning::block_sort_capacity &&
+         reinterpret_cast<uintptr_t>(in) % sizeof(int4) == 0;
+}
+
+// One device allocation, carved into the pieces the kernels need; the state comes first so
 // that it stays in place when the allocation is reused for another n or k.
 struct Workspace {
-  size_t prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, total = 0;
+  size_t prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, buckets_offset = 0,
+         total = 0;
   size_t sort_bytes = 0;
   uint32_t capacity = 0;
 
@@ -680,12 +1017,13 @@ struct Workspace {
       total += (bytes + 255) / 256 * 256;
       return at;
     };
-    take(sizeof(SelectState));
+    take(sizeof(WorkspaceState));
     prefiltered_offset = take(capacity * sizeof(int32_t));
     candidates_offset[0] = take(capacity * sizeof(int32_t));
     candidates_offset[1] = take(capacity * sizeof(int32_t));
     unsorted_offset = take(size_t(k) * sizeof(int32_t));
     sort_offset = take(sort_bytes);
+    buckets_offset = take(size_t(bin_count) * SampledTuning::bucket_slots * sizeof(int32_t));
   }
 };
 
@@ -695,12 +1033,26 @@ struct Workspace {
 struct DeviceScratch {
   char* workspace = nullptr;
   size_t bytes = 0;
-  unsigned grid = 0;    // blocks that fit on the device at once, as a cooperative launch needs
-  unsigned calls = 0;   // launched so far: the parity of the bound's state
+  unsigned grid = 0;           // blocks that fit on the device at once, as a cooperative launch needs
+  unsigned sampled_grid = 0;   // the same for sampled_select_kernel
+  unsigned calls = 0;          // radix_select_kernel's launches so far: the parity of its bound's state
+  unsigned sampled_calls = 0;  // sampled_select_kernel's: the parity of SampledState
 };
 
-// Returns the device's workspace (nullptr on a CUDA error) and its record, whose `calls` the
-// caller counts once its launch succeeded.
+// Both kernels take the same dynamic shared memory; returns the blocks that fit at once, 0 on error.
+template <class Kernel>
+unsigned cooperative_grid(Kernel kernel, int device) {
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(finish_shared_bytes)) !=
+      cudaSuccess)
+    return 0;
+  int sm_count = 0, per_sm = 0;
+  cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, finish_shared_bytes);
+  return unsigned(sm_count * (per_sm > 0 ? per_sm : 1));
+}
+
+// Returns the device's workspace (nullptr on a CUDA error) and its record, whose call counts
+// the caller advances once its launch succeeded.
 char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
   constexpr int max_devices = 64;
   static DeviceScratch scratch[max_devices];
@@ -710,13 +1062,12 @@ char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mutex);
   DeviceScratch& mine = scratch[device];
   if (mine.grid == 0) {
-    if (cudaFuncSetAttribute(radix_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(finish_shared_bytes)) != cudaSuccess)
+    mine.grid = cooperative_grid(radix_select_kernel, device);
+    mine.sampled_grid = cooperative_grid(sampled_select_kernel, device);
+    if (mine.grid == 0 || mine.sampled_grid == 0) {
+      mine.grid = 0;
       return nullptr;
-    int sm_count = 0, per_sm = 0;
-    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, radix_select_kernel, threads, finish_shared_bytes);
-    mine.grid = unsigned(sm_count * (per_sm > 0 ? per_sm : 1));
+    }
   }
   record = &mine;
   if (mine.bytes < bytes) {
@@ -725,8 +1076,8 @@ char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
     mine.bytes = 0;
     if (cudaMalloc(&mine.workspace, bytes) != cudaSuccess) return nullptr;
     mine.bytes = bytes;
-    // Both copies of the bound's state start zeroed; each call then zeroes the other's.
-    if (cudaMemsetAsync(mine.workspace, 0, sizeof(SelectState), stream) != cudaSuccess) return nullptr;
+    // Both copies of every parity state start zeroed; each call then zeroes the other's.
+    if (cudaMemsetAsync(mine.workspace, 0, sizeof(WorkspaceState), stream) != cudaSuccess) return nullptr;
   }
   return mine.workspace;
 }
@@ -742,17 +1093,29 @@ extern "C" void topk(const int32_t* d_in, size_t n, int k, int32_t* d_out, cudaS
   DeviceScratch* scratch = nullptr;
   char* workspace = scratch_for(plan.total, scratch, stream);
   if (workspace == nullptr) return;  // the CUDA error stays visible to the caller
-  unsigned parity = scratch->calls % 2;
 
-  auto* state = reinterpret_cast<SelectState*>(workspace);
+  auto* state = reinterpret_cast<WorkspaceState*>(workspace);
   Buffers buffers{reinterpret_cast<int32_t*>(workspace + plan.prefiltered_offset),
                   {reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[0]),
                    reinterpret_cast<int32_t*>(workspace + plan.candidates_offset[1])},
                   plan.capacity,
                   reinterpret_cast<int32_t*>(workspace + plan.unsorted_offset)};
   uint32_t k32 = uint32_t(k);
+  uint32_t sample_rank = sampled_path_serves(d_in, n, k) ? sample_rank_for(n, k) : 0;
+  if (sample_rank != 0) {
+    unsigned parity = scratch->sampled_calls % 2;
+    auto* buckets = reinterpret_cast<int32_t*>(workspace + plan.buckets_offset);
+    void* args[] = {&d_in, &n, &k32, &sample_rank, &parity, &state, &buffers, &buckets, &d_out};
+    if (cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(sampled_select_kernel), dim3(scratch->sampled_grid),
+                                    dim3(threads), args, finish_shared_bytes, stream) == cudaSuccess)
+      ++scratch->sampled_calls;  // the kernel zeroes the other copy of SampledState for the next call
+    return;
+  }
+
+  unsigned parity = scratch->calls % 2;
+  auto* select_state = &state->select;
   bool sort_in_block = k <= TopkTuning::block_sort_capacity;
-  void* args[] = {&d_in, &n, &k32, &parity, &state, &buffers, &d_out, &sort_in_block};
+  void* args[] = {&d_in, &n, &k32, &parity, &select_state, &buffers, &d_out, &sort_in_block};
   if (cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(radix_select_kernel), dim3(scratch->grid),
                                   dim3(threads), args, finish_shared_bytes, stream) != cudaSuccess)
     return;
