@@ -50,9 +50,10 @@ void check(cudaError_t e, const char* what, int line) {
 
 enum StoreMode { store_loop = 0, store_const = 1, store_vec = 2 };
 
-// The reference is Tuning<256, 8, 1, 32, false, store_loop> (compaction) and
-// Tuning<512, 4, 1, 32, false, store_loop> (split); min_blocks 1 is what __launch_bounds__(T)
-// alone means.
+// The reference was Tuning<256, 8, 1, 32, false, store_loop> (compaction) and
+// Tuning<512, 4, 1, 32, false, store_loop> after a count kernel (split); min_blocks 1 is what
+// __launch_bounds__(T) alone means. Since this experiment it is "256x8 mb4" (compaction) and
+// "fused 256x8 mb3 early vec" (split), so its rows here time those.
 template <int Threads, int Rows, int MinBlocks, int Window, bool EarlyPublish, int Store>
 struct Tuning {
   static constexpr int threads = Threads;
@@ -146,6 +147,7 @@ __device__ __forceinline__ void write_range(float* out, const float* staged, u32
 
 struct TunedArgs {
   SelectArgs select;  // the reference's arguments
+  const u32* positive_total;  // two-kernel split: the count pass's total
   u64* fused_total;   // fused split: [blocks done : 32 | positives : 32], this call's word
   u64* fused_next;    // the other word, cleared for the next call
   u32 count_blocks;   // fused split: the first count_blocks tickets count, the rest select
@@ -244,7 +246,7 @@ __global__ void __launch_bounds__(T::threads, T::min_blocks) tuned_select_kernel
   const u32 kept_before_tile = tile_prefix_shared;
   const size_t tile_first = size_t(tile) * T::tile_items;
   const u32 outputs = split ? u32(min(size_t(T::tile_items), a.n - tile_first)) : tile_aggregate;
-  const u32 others_base = split ? (fused ? others_base_shared : *a.positive_total) : 0u;
+  const u32 others_base = split ? (fused ? others_base_shared : *targs.positive_total) : 0u;
   if (T::store == store_loop) {  // the reference's write_tile
     const size_t others_first = others_base + tile_first - kept_before_tile;
     for (u32 t = threadIdx.x; t < outputs; t += T::threads)
@@ -611,7 +613,7 @@ SplitFunction tuned_split() {
         in, n, total, C::alternate_words ? scratch->count_word(parity ^ 1) : nullptr);
     TunedArgs a{};
     a.select = tuned_args<T>(in, n, out, *scratch);
-    a.select.positive_total = total;
+    a.positive_total = total;
     launch_select<true, false, T>(a, a.select.tile_count, stream);
   };
 }
