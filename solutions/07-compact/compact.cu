@@ -269,7 +269,7 @@ __device__ __forceinline__ u32 count_and_stage_tile(const SelectArgs& a, int til
   return tile_aggregate;
 }
 
-// ---- the split's counting blocks and write-out ------------------------------------------------------------------------------
+// ---- the split's counting blocks and write-out --------------------------------------
 
 // A counting block of the split: a grid-stride read from the back of the input to the front,
 // so that the front, where the first select tiles start, is what L2 holds last. One 64-bit
