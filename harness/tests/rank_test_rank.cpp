@@ -1,11 +1,9 @@
 // The rank program of the CPU test of the rank protocol: labkit/rank_host.h with no GPU.
 #include "rank_test.h"
 
-#include "labkit/rank_host.h"
+#include "labkit/rank_main.h"
 
 #include <mpi.h>
-
-#include <cstdlib>
 
 namespace {
 
@@ -21,10 +19,5 @@ void call_rank_test(void* symbol, const labkit::wire::Request& request, const la
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (labkit::launching(argc, argv)) return labkit::launch_in_sandbox(argc, argv);
-  MPI_Init(&argc, &argv);
-  labkit::RankHostOptions options = labkit::parse_rank_arguments(argc, argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &options.rank);
-  options.device = -1;
-  std::_Exit(labkit::serve_rank(options, "rank_test", call_rank_test));
+  return labkit::rank_main(argc, argv, "rank_test", call_rank_test, labkit::RankDevice::none);
 }

@@ -4,12 +4,10 @@
 // same program is the sandboxed launcher that becomes mpirun.
 #include "mpi_gauss.h"
 
-#include <labkit/rank_host.h>
-#include <labkit/rank_on_node.h>
+#include <labkit/rank_main.h>
 
 #include <mpi.h>
 
-#include <cstdlib>
 #include <stdexcept>
 
 namespace {
@@ -30,12 +28,5 @@ void call_mpi_gauss_solve(void* symbol, const labkit::wire::Request& request, co
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (labkit::launching(argc, argv)) return labkit::launch_in_sandbox(argc, argv);
-  MPI_Init(&argc, &argv);
-  labkit::RankHostOptions options = labkit::parse_rank_arguments(argc, argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &options.rank);
-  options.device = labkit::rank_on_node();
-  // No MPI_Finalize: the checks end the job by killing it, and a rank whose peer has gone
-  // would wait in it for ever.
-  std::_Exit(labkit::serve_rank(options, "mpi_gauss_solve", call_mpi_gauss_solve));
+  return labkit::rank_main(argc, argv, "mpi_gauss_solve", call_mpi_gauss_solve);
 }

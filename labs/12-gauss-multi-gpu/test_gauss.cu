@@ -445,21 +445,10 @@ double call_mpi_gauss(labkit::RankGroup& group, float* a, float* b, float* x, in
   std::vector<labkit::wire::Request> requests;
   for (int rank = 0; rank < part2_ranks; ++rank) {
     const bool root = rank == 0;
-    labkit::wire::Request request;
-    request.op = labkit::wire::Op::call;
-    labkit::wire::set_text(request.function, sizeof request.function, "mpi_gauss_solve");
-    request.argument_count = 4;
-    request.arguments[0] = labkit::encode_argument<const float*>(root ? a : nullptr);
-    request.arguments[1] = labkit::encode_argument<const float*>(root ? b : nullptr);
-    request.arguments[2] = labkit::encode_argument<float*>(root ? x : nullptr);
-    request.arguments[3] = labkit::encode_argument<int>(n);
-    requests.push_back(request);
+    requests.push_back(labkit::call_request("mpi_gauss_solve", static_cast<const float*>(root ? a : nullptr),
+                                            static_cast<const float*>(root ? b : nullptr), root ? x : nullptr, n));
   }
-  labkit::synchronize_all_devices();  // the inputs have landed before the ranks read them
-  const auto started = std::chrono::steady_clock::now();
-  group.call(requests);
-  labkit::synchronize_all_devices();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return labkit::call_every_rank(group, std::move(requests));
 }
 
 // The bands a correct chapter-style split gives for n rows over the ranks, in words.

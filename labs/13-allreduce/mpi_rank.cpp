@@ -3,13 +3,11 @@
 // the checks, which read the result from memory they own (labkit/rank_group.h). Started with
 // --launch, the same program is the sandboxed launcher that becomes mpirun.
 #include "mpi_allreduce.h"
-#include <labkit/rank_on_node.h>
 
-#include <labkit/rank_host.h>
+#include <labkit/rank_main.h>
 
 #include <mpi.h>
 
-#include <cstdlib>
 #include <stdexcept>
 
 #if LABKIT_HAVE_NCCL
@@ -41,13 +39,6 @@ void call_mpi_allreduce(void* symbol, const labkit::wire::Request& request, cons
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (labkit::launching(argc, argv)) return labkit::launch_in_sandbox(argc, argv);
-  load_nccl();
-  MPI_Init(&argc, &argv);
-  labkit::RankHostOptions options = labkit::parse_rank_arguments(argc, argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &options.rank);
-  options.device = labkit::rank_on_node();
-  // No MPI_Finalize: the checks end the job by killing it, and a rank whose peer has gone
-  // would wait in it for ever.
-  std::_Exit(labkit::serve_rank(options, "mpi_allreduce", call_mpi_allreduce));
+  if (!labkit::launching(argc, argv)) load_nccl();
+  return labkit::rank_main(argc, argv, "mpi_allreduce", call_mpi_allreduce);
 }

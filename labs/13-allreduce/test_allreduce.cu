@@ -351,22 +351,8 @@ labkit::MpiRanks& mpi_ranks() {
 // Returns our clock's time from the call to the end of the work on every GPU, in ms.
 double call_mpi_allreduce(labkit::RankGroup& group, const std::vector<float*>& data, size_t n) {
   std::vector<labkit::wire::Request> requests;
-  for (float* d_data : data) {
-    labkit::wire::Request request;
-    request.op = labkit::wire::Op::call;
-    labkit::wire::set_text(request.function, sizeof request.function, "mpi_allreduce");
-    request.argument_count = 2;
-    request.arguments[0] = labkit::encode_argument<float*>(d_data);
-    request.arguments[1] = labkit::encode_argument<size_t>(n);
-    requests.push_back(request);
-  }
-  // A pageable cudaMemcpy may return before its bytes reach the GPU, and the ranks are other
-  // processes: without this a one-float case read the previous call's sum (2 x H200).
-  labkit::synchronize_all_devices();
-  const auto started = std::chrono::steady_clock::now();
-  group.call(requests);
-  labkit::synchronize_all_devices();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  for (float* d_data : data) requests.push_back(labkit::call_request("mpi_allreduce", d_data, n));
+  return labkit::call_every_rank(group, std::move(requests));
 }
 
 // A part-2 case that cannot run here: reported as not run, never as passed. It is not a

@@ -7,10 +7,12 @@
 #include "labkit/lab.h"
 #include "labkit/rank_group.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace labkit {
 
@@ -31,6 +33,19 @@ inline std::string mpi_module(RankSide side) {
   }
   const char* student = std::getenv("LABKIT_MODULE_MPI");
   return student != nullptr ? student : "";
+}
+
+// One call on every rank (requests[r] for rank r; labkit::call_request builds them), timed by
+// our clock from the call to the end of the work on every GPU, in ms. The inputs are on the
+// GPUs before the ranks start: a pageable cudaMemcpy may return before its bytes land, and the
+// ranks are other processes (without this, lab 13's one-float case read the previous call's
+// sum on 2 x H200).
+inline double call_every_rank(RankGroup& group, std::vector<wire::Request> requests) {
+  synchronize_all_devices();
+  const auto started = std::chrono::steady_clock::now();
+  group.call(std::move(requests));
+  synchronize_all_devices();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
 }
 
 // At most one group of ranks exists at a time: none of the submission's while the reference

@@ -142,6 +142,20 @@ wire::Argument encode_argument(T value) {
 
 wire::Reply call_in_host(HostProcess& host, wire::Request& request);  // fills `timed`, records timing
 
+// A request to call the contract function `function` with `args`, encoded for the wire: what
+// a host or an MPI rank is sent.
+template <class... Args>
+wire::Request call_request(const char* function, Args... args) {
+  static_assert(sizeof...(Args) <= wire::max_arguments, "too many arguments for the wire format");
+  wire::Request request;
+  request.op = wire::Op::call;
+  wire::set_text(request.function, sizeof request.function, function);
+  request.argument_count = sizeof...(Args);
+  std::size_t next = 0;
+  ((request.arguments[next++] = encode_argument<Args>(args)), ...);
+  return request;
+}
+
 template <class Fn>
 class RemoteFunction;
 
@@ -153,13 +167,7 @@ public:
   RemoteFunction(HostProcess& host, std::string name) : host_(&host), name_(std::move(name)) {}
 
   R operator()(Args... args) const {
-    static_assert(sizeof...(Args) <= wire::max_arguments, "too many arguments for the wire format");
-    wire::Request request;
-    request.op = wire::Op::call;
-    wire::set_text(request.function, sizeof request.function, name_.c_str());
-    request.argument_count = sizeof...(Args);
-    std::size_t next = 0;
-    ((request.arguments[next++] = encode_argument<Args>(args)), ...);
+    wire::Request request = call_request<Args...>(name_.c_str(), args...);
     const wire::Reply reply = call_in_host(*host_, request);
     if constexpr (!std::is_void_v<R>) return wire::from_bits<R>(reply.return_bits);
   }
