@@ -86,7 +86,7 @@ void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& 
   add_totals(result);
   const bool judged = result.status == LabStatus::graded || result.status == LabStatus::run_failed;
   if (judged && options.sanitize != SanitizeWhen::never)
-    if (const auto cases = cases_to_sanitize(result, options.sanitize); !cases.empty())
+    if (const auto cases = cases_to_sanitize(result, dataset, options.sanitize); !cases.empty())
       result.sanitizer = sanitize_lab(context, cases, live);
 }
 

@@ -4,6 +4,7 @@
 #include "text.h"
 
 #include <cstdio>
+#include <set>
 
 namespace fs = std::filesystem;
 
@@ -48,13 +49,19 @@ SanitizerRun run_sanitizer(const RunContext& checking, const std::string& saniti
 
 }  // namespace
 
-std::vector<std::string> cases_to_sanitize(const LabResult& result, SanitizeWhen when) {
-  std::vector<std::string> cases;
-  for (const CaseResult& c : result.cases)
-    if (worth_sanitizing(c) && cases.size() < max_sanitized_cases) cases.push_back(c.name);
-  if (cases.empty() && when == SanitizeWhen::always)
+std::vector<std::string> cases_to_sanitize(const LabResult& result, const labkit::Dataset& dataset, SanitizeWhen when) {
+  std::set<std::string> in_ranks;
+  for (const labkit::Case& c : dataset.correctness)
+    if (labkit::runs_in_mpi_ranks(c)) in_ranks.insert(c.name);
+  auto pick = [&](auto wanted) {
+    std::vector<std::string> cases;
     for (const CaseResult& c : result.cases)
-      if (c.kind == "correctness" && c.ran() && cases.size() < max_sanitized_cases) cases.push_back(c.name);
+      if (wanted(c) && !in_ranks.count(c.name) && cases.size() < max_sanitized_cases) cases.push_back(c.name);
+    return cases;
+  };
+  std::vector<std::string> cases = pick(worth_sanitizing);
+  if (cases.empty() && when == SanitizeWhen::always)
+    cases = pick([](const CaseResult& c) { return c.kind == "correctness" && c.ran(); });
   return cases;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "grader.h"
+#include "labkit/dataset.h"
 #include "model.h"
 #include "progress.h"
 #include "runner_client.h"
@@ -12,8 +13,9 @@
 
 namespace grade {
 
-// The failing correctness cases (at most a few), or with `always` the first cases when none fails.
-std::vector<std::string> cases_to_sanitize(const LabResult& result, SanitizeWhen when);
+// The failing correctness cases (at most a few), or with `always` the first cases when none fails;
+// never a case that runs in MPI ranks, which the tools (wrapping the host) cannot see.
+std::vector<std::string> cases_to_sanitize(const LabResult& result, const labkit::Dataset& dataset, SanitizeWhen when);
 
 // Each of the lab's tools on `cases`; what a tool says of itself is never the student's.
 std::vector<SanitizerRun> sanitize_lab(const RunContext& context, const std::vector<std::string>& cases,

@@ -5,6 +5,7 @@
 #include "model.h"
 #include "report_html.h"
 #include "sanitize.h"
+#include "sanitize_lab.h"
 
 #include <doctest/doctest.h>
 
@@ -281,5 +282,26 @@ TEST_SUITE("sanitize") {
     const std::string html = grade::to_html(report, {}, true);
     CHECK(html.find("<h3>compute-sanitizer</h3>") != std::string::npos);
     CHECK(html.find("racecheck: write-after-read hazard on shared memory at histogram.cu:23") != std::string::npos);
+  }
+
+  TEST_CASE("compute-sanitizer never takes a case that runs in MPI ranks, which it cannot see") {
+    auto correctness = [](const std::string& name, grade::Outcome outcome) {
+      grade::CaseResult c;
+      c.name = name;
+      c.kind = "correctness";
+      c.outcome = outcome;
+      return c;
+    };
+    labkit::Dataset dataset;
+    for (const char* name : {"small", "mpi-seven", "peer"}) dataset.correctness.push_back({name, "correctness"});
+    dataset.correctness[1].params["mpi"] = "1";
+    grade::LabResult result;
+    result.cases = {correctness("small", grade::Outcome::passed), correctness("mpi-seven", grade::Outcome::failed),
+                    correctness("peer", grade::Outcome::failed)};
+    CHECK(grade::cases_to_sanitize(result, dataset, grade::SanitizeWhen::failures) == std::vector<std::string>{"peer"});
+    result.cases[2].outcome = grade::Outcome::passed;
+    CHECK(grade::cases_to_sanitize(result, dataset, grade::SanitizeWhen::failures).empty());
+    CHECK(grade::cases_to_sanitize(result, dataset, grade::SanitizeWhen::always) ==
+          std::vector<std::string>{"small", "peer"});
   }
 }

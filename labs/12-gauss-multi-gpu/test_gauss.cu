@@ -421,10 +421,10 @@ namespace {
 constexpr int part2_ranks = 2;  // one rank per GPU: the lab's two
 const char* const gauss_rank_program = "lab-12-gauss-multi-gpu-mpi-rank";
 
-// Which part a case belongs to: part 2's are marked `mpi`, part 3's `peer`, the rest are part 1's.
-bool mpi_case(const Case& c) { return c.integer("mpi", 0) != 0; }
+// Which part a case belongs to: part 2's run in MPI ranks (labkit::runs_in_mpi_ranks), part 3's
+// are marked `peer`, the rest are part 1's.
 bool peer_case(const Case& c) { return c.integer("peer", 0) != 0; }
-bool single_process_case(const Case& c) { return !mpi_case(c) && !peer_case(c); }
+bool single_process_case(const Case& c) { return !labkit::runs_in_mpi_ranks(c) && !peer_case(c); }
 
 labkit::MpiRanks& gauss_ranks() {
   static labkit::MpiRanks ranks(gauss_rank_program);
@@ -660,7 +660,7 @@ TEST_SUITE("correctness") {
   }
 
   TEST_CASE("mpi_gauss_solve, one process per GPU, solves diagonally dominant systems") {
-    labkit::for_each_correctness_case(check_mpi_solve, mpi_case);
+    labkit::for_each_correctness_case(check_mpi_solve, labkit::runs_in_mpi_ranks);
     gauss_ranks().stop();
   }
 
@@ -715,6 +715,6 @@ TEST_SUITE("performance") {
                                       /*library=*/{}, mpi_hint(int(c.n)));
           gauss_ranks().stop();  // before the inputs they mapped are freed
         },
-        mpi_case);
+        labkit::runs_in_mpi_ranks);
   }
 }

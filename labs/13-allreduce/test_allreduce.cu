@@ -44,9 +44,6 @@ int gpus_for(const Case& c) {
 
 bool exact_case(const Case& c) { return c.integer("exact", 0) != 0; }
 
-// Part 2's cases: mpi_allreduce, one process per GPU.
-bool mpi_case(const Case& c) { return c.integer("mpi", 0) != 0; }
-
 // GPU `gpu`'s array for call `call` of a case: `count` floats, each GPU and call from its own seed.
 std::vector<float> make_array(const Case& c, int gpu, int call, size_t count) {
   labkit::InputSpec spec = c.input;
@@ -415,7 +412,8 @@ labkit::PerfHint mpi_hint(double bytes) {
                             "MPI_Bcast, then ncclCommInitRank once) and let NCCL move the data GPU to GPU");
 }
 
-bool ring_case(const Case& c) { return !mpi_case(c); }
+// Part 1's cases; part 2's (mpi_allreduce, one process per GPU) are labkit::runs_in_mpi_ranks.
+bool ring_case(const Case& c) { return !labkit::runs_in_mpi_ranks(c); }
 
 // Part 1's advice for a slow call, from its bus bandwidth: below what NVLink between two
 // GPUs gives many times over, the algorithm is the limit, and gathering to one GPU is the
@@ -457,7 +455,7 @@ TEST_SUITE("correctness") {
           const std::string problem = run_mpi_calls(c);
           labkit::verdict(c, problem.empty(), problem);
         },
-        mpi_case);
+        labkit::runs_in_mpi_ranks);
     mpi_ranks().stop();
   }
 }
@@ -489,6 +487,6 @@ TEST_SUITE("performance") {
                                       mpi_hint(bytes));
           mpi_ranks().stop();  // before the inputs they mapped are freed
         },
-        mpi_case);
+        labkit::runs_in_mpi_ranks);
   }
 }

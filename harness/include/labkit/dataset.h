@@ -27,6 +27,10 @@ struct Case {
   std::string label() const;  // "uniform n=1000003 seed=7": printed with failures
 };
 
+// A case marked `mpi: 1` runs the submission's part 2 in MPI ranks under mpirun (labs 12 and
+// 13), not in its host: compute-sanitizer and the profiler, which wrap the host, see none of it.
+inline bool runs_in_mpi_ranks(const Case& c) { return c.integer("mpi", 0) != 0; }
+
 struct Dataset {
   std::string lab;
   std::vector<Case> correctness;
