@@ -2,11 +2,15 @@
 
 #include "bad_input.h"
 
+#include "labkit/defences.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
+#include <stdexcept>
 
 namespace fs = std::filesystem;
 
@@ -98,7 +102,7 @@ void use_kit_files(std::vector<Submission>& submissions, const std::string& sour
 }
 
 ExpectationCheck check_expectations(const std::vector<Report>& reports, const std::string& base_dir,
-                                    const std::vector<std::string>& known_labs) {
+                                    const std::vector<std::string>& known_labs, bool undefended) {
   ExpectationCheck check;
   for (const Report& report : reports) {
     const fs::path file = fs::path(base_dir) / report.who / "expected.yaml";
@@ -106,7 +110,8 @@ ExpectationCheck check_expectations(const std::vector<Report>& reports, const st
       check.errors.push_back(report.who + " has no expected.yaml: nothing says what its grading must be");
       continue;
     }
-    const YAML::Node labs = YAML::LoadFile(file.string())["labs"];
+    const YAML::Node root = YAML::LoadFile(file.string());
+    const YAML::Node labs = undefended ? root["undefended"]["labs"] : root["labs"];
     const std::vector<std::string> problems = file_problems(file, labs, known_labs);
     check.errors.insert(check.errors.end(), problems.begin(), problems.end());
     if (!problems.empty()) continue;
@@ -124,6 +129,52 @@ ExpectationCheck check_expectations(const std::vector<Report>& reports, const st
     }
   }
   return check;
+}
+
+void add_check(ExpectationCheck& into, const ExpectationCheck& more) {
+  into.checked += more.checked;
+  into.needs_gpu += more.needs_gpu;
+  into.mismatches.insert(into.mismatches.end(), more.mismatches.begin(), more.mismatches.end());
+  into.errors.insert(into.errors.end(), more.errors.begin(), more.errors.end());
+}
+
+namespace {
+
+// The defences an `undefended:` block names, checked, sorted and joined by ','.
+std::string defence_list(const fs::path& file, const YAML::Node& block) {
+  std::set<std::string> names;
+  for (const YAML::Node& name : block["defences"]) {
+    try {
+      names.insert(labkit::to_string(labkit::parse_defence(name.as<std::string>())));
+    } catch (const std::invalid_argument& error) {
+      throw BadInput(file.string() + ": " + error.what());
+    }
+  }
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : ",") + name;
+  return joined;
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<Submission>> group_by_undefended(const std::vector<Submission>& submissions,
+                                                                   std::vector<std::string>& problems) {
+  std::map<std::string, std::vector<Submission>> groups;
+  for (const Submission& s : submissions) {
+    const fs::path file = fs::path(s.base) / "expected.yaml";
+    if (!s.problem.empty() || !fs::exists(file)) continue;  // check_expectations says so
+    const YAML::Node root = YAML::LoadFile(file.string());
+    if (root["honest"].as<bool>(false)) continue;
+    const YAML::Node block = root["undefended"];
+    const std::string defences = block ? defence_list(file, block) : "";
+    if (defences.empty()) {
+      problems.push_back(file.string() + " has neither `honest: true` nor an `undefended:` block naming the "
+                         "defences its attack defeats: nothing proves the attack is live");
+      continue;
+    }
+    groups[defences].push_back(s);
+  }
+  return groups;
 }
 
 }  // namespace grade

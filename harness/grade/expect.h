@@ -6,6 +6,11 @@
 //   labs:
 //     "01": {status: graded, correctness: some, points_at_most: 60, message: "counted twice"}
 //
+// honest: true: a twin that does honestly what an attack beside it does with a trick.
+// undefended: {defences: [NAME, ...], why: ..., labs: {...}}: for an attack, the defences
+// (labkit/defences.h) whose switching-off must let it win, and what it must then get;
+// `--expect --undefended` grades each such entry with those defences off and checks this
+// block, so an entry that attacks nothing fails.
 // files: starter (or reference): grade the kit's own starters (or reference solutions) under
 // this entry's name instead of files of its own, so that the entry tests today's code and never
 // a stale copy.
@@ -17,6 +22,7 @@
 #include "batch.h"
 #include "model.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,10 +41,21 @@ struct ExpectationCheck {
 // the kit's files (under `source_root`); throws BadInput on any other value.
 void use_kit_files(std::vector<Submission>& submissions, const std::string& source_root);
 
-// Checks each report against expected.yaml in its submission folder (`base_dir/<who>/`).
-// `known_labs`: every lab id of the catalog ("01"...); a key outside it is an error, a known
-// lab that was not graded in this run is left out.
+// Checks each report against expected.yaml in its submission folder (`base_dir/<who>/`): its
+// `labs:`, or with `undefended` its `undefended: labs:`. `known_labs`: every lab id of the
+// catalog ("01"...); a key outside it is an error, a known lab that was not graded in this run
+// is left out.
 ExpectationCheck check_expectations(const std::vector<Report>& reports, const std::string& base_dir,
-                                    const std::vector<std::string>& known_labs);
+                                    const std::vector<std::string>& known_labs, bool undefended = false);
+
+// Merges `more` into `into`.
+void add_check(ExpectationCheck& into, const ExpectationCheck& more);
+
+// The submissions of a red-team folder grouped by the defences their `undefended:` block
+// switches off (the names sorted and joined by ','), for `--expect --undefended`. An entry with
+// neither that block nor `honest: true` is an error in `problems` (its attack would go
+// unproven); an unknown defence name throws BadInput.
+std::map<std::string, std::vector<Submission>> group_by_undefended(const std::vector<Submission>& submissions,
+                                                                   std::vector<std::string>& problems);
 
 }  // namespace grade

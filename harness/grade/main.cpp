@@ -9,6 +9,7 @@
 #include "model.h"
 #include "slurm.h"
 
+#include "labkit/defences.h"
 #include "labkit/generators.h"
 #include "labkit/protocol.h"
 
@@ -154,6 +155,7 @@ int calibrate(const std::vector<grade::LabSpec>& labs, const grade::Toolchain& t
 struct CommandLine {
   bool solution = false, as_json = false, list = false, skip_performance = false, fresh = false;
   bool retime_reference = false, expect = false, sanitize = false, no_sanitize = false, use_slurm = false;
+  bool undefended = false;
   std::uint64_t seed = 0;
   std::vector<std::string> lab_keys;
   std::string submissions_dir, out_dir, secret_file, roster_file;
@@ -195,6 +197,10 @@ void define_grading_options(CLI::App& app, CommandLine& line) {
   app.add_flag("--expect", line.expect,
                "check each submission against the expected.yaml in its folder (the red-team corpus); "
                "exit 0 when all agree, 1 on a mismatch, 77 when none could run here (no GPU)");
+  app.add_flag("--undefended", line.undefended,
+               "with --expect: grade each red-team entry again with the defences its `undefended:` block names "
+               "switched off, and check that its attack then wins (a test of the kit, never a grading run)")
+      ->needs("--expect");
   app.add_flag("--sanitize", line.sanitize,
                "run compute-sanitizer on the failing correctness cases (or, when none fails, the first few); "
                "`grade lab` does this for failing cases anyway, a batch (--submissions) only with this flag");
@@ -337,6 +343,35 @@ void leave_out_roster(std::vector<grade::Submission>& submissions, const std::st
                     submissions.end());
 }
 
+std::vector<std::string> lab_ids(const std::vector<grade::LabSpec>& catalog) {
+  std::vector<std::string> ids;
+  for (const grade::LabSpec& lab : catalog) ids.push_back(lab.id);
+  return ids;
+}
+
+// `--expect --undefended`: each group of red-team entries graded again with the defences
+// their `undefended:` blocks name switched off (for the runners, through the environment they
+// inherit), in work and output folders of its own, never reused, and checked against those blocks.
+grade::ExpectationCheck grade_undefended(const CommandLine& line, const std::vector<grade::Submission>& submissions,
+                                         const std::vector<grade::LabSpec>& chosen, const grade::Toolchain& toolchain,
+                                         grade::BatchOptions options, const fs::path& out,
+                                         const std::vector<std::string>& known_labs) {
+  grade::ExpectationCheck check;
+  const auto groups = grade::group_by_undefended(submissions, check.errors);
+  options.reuse_saved = false;
+  const std::string work_dir = options.work_dir;
+  for (const auto& [defences, group] : groups) {
+    std::printf("grading %zu entries again with these defences off: %s\n", group.size(), defences.c_str());
+    setenv(labkit::env::disabled_defences, defences.c_str(), 1);
+    options.work_dir = work_dir + "-undefended/" + defences;
+    auto reports = grade::grade_batch(group, chosen, toolchain, options);
+    unsetenv(labkit::env::disabled_defences);
+    grade::write_batch_outputs(reports, chosen, (out / "undefended" / defences).string(), {});
+    grade::add_check(check, grade::check_expectations(reports, line.submissions_dir, known_labs, true));
+  }
+  return check;
+}
+
 // `--submissions DIR`: a class, on this machine, on Slurm, or collected after Slurm.
 int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& catalog,
                 const std::vector<grade::LabSpec>& chosen, const grade::Toolchain& toolchain) {
@@ -376,9 +411,10 @@ int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& cata
   print_batch_summary(reports, chosen, seconds, grade::graded_this_run(), out);
   warn_of_roster_gaps(roster, reports);
   if (!line.expect) return grade::batch_exit_status(reports);
-  std::vector<std::string> known_labs;
-  for (const grade::LabSpec& lab : catalog) known_labs.push_back(lab.id);
-  return report_expectations(grade::check_expectations(reports, line.submissions_dir, known_labs));
+  const std::vector<std::string> known_labs = lab_ids(catalog);
+  grade::ExpectationCheck check = grade::check_expectations(reports, line.submissions_dir, known_labs);
+  if (line.undefended) grade::add_check(check, grade_undefended(line, submissions, chosen, toolchain, options, out, known_labs));
+  return report_expectations(check);
 }
 
 // `grade lab ...` / `grade all` on this checkout's files (or the reference solutions).
@@ -454,6 +490,9 @@ int main(int argc, char** argv) {
     const int printed = app.exit(error);
     return printed == 0 ? exit_all_passed : exit_usage;
   }
+  if (const char* disabled = std::getenv(labkit::env::disabled_defences))
+    std::cerr << "grade: warning: " << labkit::env::disabled_defences << "=" << disabled
+              << " switches the grader's defences off: a test of the kit, not a grading run\n";
   try {
     return run(app, line);
   } catch (const grade::BadInput& error) {  // the user's typo, not the kit's fault

@@ -31,12 +31,11 @@ bool faster_than_compute(const json& record) {
   return flops > 0 && peak_gflops > 0 && ms > 0 && flops / (ms * 1e6) > 1.05 * peak_gflops;
 }
 
-// The submission's process reported a time our clock cannot back: work hidden on another
-// stream, host work inside the call, or a forged event time. The bound from our clock is what
-// was scored. Honest code meets it most often by allocating in every call: lab 08's reference
-// once lost 0.13 ms a call so (grading/notes/issue22/README.md), and the recorded chapter
-// versions of labs 03, 06 and 07 (grading/policy/h100/chapter/), each calling cudaMallocAsync
-// in every call, show 0.06-4.4 ms a call that their events do not.
+// The submission's process reported times our clock cannot back, in most samples: work hidden
+// on another stream, host work inside the call, or a forged event time. The bound from our
+// clock is what those samples scored. Honest code meets it most often by allocating in every
+// call (cudaMalloc, or cudaMallocAsync, whose pool gives its memory back whenever the device
+// synchronises, as the grader's does between samples).
 std::string unconfirmed_message(const json& student) {
   char text[600];
   std::snprintf(text, sizeof text,
@@ -47,6 +46,14 @@ std::string unconfirmed_message(const json& student) {
                 "measured): timed by the grader's clock",
                 student.value("reported_ms", 0.0), student.value("median_ms", 0.0));
   return text;
+}
+
+// Reports that no honest process sends (negative, zero, longer than the grader's window around
+// the call): each such sample scored the grader's bound instead, whatever the rest said.
+std::string impossible_message(const json& student) {
+  return std::to_string(student.value("impossible_samples", 0)) + " of " + std::to_string(student.value("samples", 0)) +
+         " times your process reported were no time at all (negative, zero, or longer than the grader's window "
+         "around the call): those samples were timed by the grader's clock";
 }
 
 }  // namespace
@@ -103,8 +110,10 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
     if (!timed) {
       cr.message = "output wrong after timing, so no speed credit: " + reported.message;
     } else {
-      const double noise = labkit::ratio_noise(record["student"].value("relative_error", 0.0),
-                                               record["reference"].value("relative_error", 0.0));
+      const json& student = record["student"];
+      const double noise =
+          labkit::ratio_noise(student.value("noise_relative_error", student.value("relative_error", 0.0)),
+                              record["reference"].value("relative_error", 0.0));
       cr.points = labkit::ratio_points(record["ratio"].get<double>(), rubric.zero_credit_ratio,
                                        rubric.full_credit_ratio, rubric.points, noise);
       if (const std::string missing = record.value("lesson_missing", ""); !missing.empty()) {
@@ -122,8 +131,10 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
         cr.message = "faster than this GPU's FP32 units can do the task's arithmetic: not credited "
                      "(is work skipped, or done where the grader's clock was not looking?)";
       }
-      if (!record["student"].value("confirmed", true))
-        cr.message = unconfirmed_message(record["student"]);
+      if (!student.value("confirmed", true))
+        cr.message = unconfirmed_message(student);
+      else if (student.value("impossible_samples", 0) > 0)
+        cr.message = impossible_message(student);
       // The lab's own advice on a slow time (measure_performance's hint), after ours.
       if (const std::string hint = record.value("hint", ""); !hint.empty())
         cr.message += (cr.message.empty() ? "" : "; ") + ("hint: " + hint);

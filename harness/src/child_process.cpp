@@ -71,7 +71,8 @@ std::vector<std::string> base_environment(const std::string& scratch, char** our
   std::vector<std::string> variables = {"HOME=" + scratch, "TMPDIR=" + scratch, "LANG=C.UTF-8",
                                         "CUDA_CACHE_PATH=" + scratch + "/cuda-cache"};
   for (char** entry = ours; entry != nullptr && *entry != nullptr; ++entry)
-    for (const char* name : {"PATH=", "LD_LIBRARY_PATH=", "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER="})
+    for (const char* name : {"PATH=", "LD_LIBRARY_PATH=", "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=",
+                             "LABKIT_DISABLE_DEFENCES="})
       if (starts_with(*entry, name)) variables.emplace_back(*entry);
   return variables;
 }

@@ -5,6 +5,7 @@
 #include "labkit/host.h"
 
 #include "labkit/cuda_check.h"
+#include "labkit/defences.h"
 #include "labkit/device.h"
 #include "labkit/sandbox.h"
 #include "labkit/shared_memory.h"
@@ -180,17 +181,29 @@ Arguments parse(int argc, char** argv) {
 
 }  // namespace
 
+// The empty call's host runs no submission: as root it keeps the grader's user, so that the
+// submission's user (nobody) can neither signal nor trace it. Signals out of a submission's
+// host are scoped where the kernel can. Both are the process-isolation defence.
+static SandboxPolicy host_policy(const Arguments& args) {
+  const bool isolate = defence_enabled(Defence::process_isolation);
+  SandboxPolicy policy{{args.module}, args.scratch};
+  policy.keep_user = isolate && args.module.empty();
+  policy.scope_signals = isolate;
+  return policy;
+}
+
 int main(int argc, char** argv) {
   const Arguments args = parse(argc, argv);
+  const SandboxPolicy policy = host_policy(args);
   wire::Reply hello;
   std::unique_ptr<Host> host;
   try {
-    leave_root();  // before CUDA starts: see sandbox.h
+    if (!policy.keep_user) leave_root();  // before CUDA starts: see sandbox.h
     // Spin while waiting for the device: the reply then leaves as soon as the work is done, as
     // it does in the round-trip probe, whatever the kernel's length.
     CUDA_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
     CUDA_CHECK(cudaFree(nullptr));  // the driver and its libraries load before the sandbox closes
-    const std::string sandbox = enter_sandbox({{args.module}, args.scratch});
+    const std::string sandbox = enter_sandbox(policy);
     wire::set_text(hello.message, sizeof hello.message, sandbox.c_str());
     host = std::make_unique<Host>(load_module(args.module));
   } catch (const std::exception& error) {

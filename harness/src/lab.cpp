@@ -78,7 +78,14 @@ nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak
                          {"gbps", gbps},                   {"percent_of_peak", 100.0 * gbps / peak_gbps},
                          {"sm_clock_mhz", t.sm_clock_mhz}, {"off_stream_work", t.off_stream_work}};
   if (t.remote)
-    json.update({{"confirmed", t.confirmed}, {"reported_ms", t.reported_ms}, {"unexplained_ms", t.unexplained_ms}});
+    json.update({{"confirmed", t.confirmed},
+                 {"reported_ms", t.reported_ms},
+                 {"unexplained_ms", t.unexplained_ms},
+                 {"unconfirmed_samples", t.unconfirmed_samples},
+                 {"impossible_samples", t.impossible_samples},
+                 {"empty_ceiling_ms", t.empty_ceiling_ms},
+                 {"ceiled_empty_calls", t.ceiled_empty_calls},
+                 {"noise_relative_error", noise_relative_error(t.ms)}});
   return json;
 }
 
@@ -417,13 +424,14 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
     TimedCall call = student_side.call;
     call.verify = student_side.check_output;
     const double reference_ms = reference.median_ms();
+    if (s.student) s.student->stop();  // the empty call's ceiling is measured while no process of the submission's exists
     const TimingStats student_time = time_submission_call(
         call, [reference_ms, &call] { return empty_call_ms(reference_ms, call.host_clock); });
     record["student"] = timing_json(student_time, bytes_moved, peak);
     if (hint) record["hint"] = hint(student_time.ms.median);
     if (requirement) record["lesson_missing"] = requirement(student_time.ms.median);
     record["ratio"] = reference.median_ms() / student_time.ms.median;
-    const double noise = ratio_noise(student_time.ms.relative_error, reference.relative_error());
+    const double noise = ratio_noise(noise_relative_error(student_time.ms), reference.relative_error());
     if (reference.cached && near_threshold(c.name, record["ratio"], noise)) {
       s.student->stop();
       reference = measure_reference(reference_side, bytes_moved, peak);

@@ -1,10 +1,13 @@
 #include "labkit/remote.h"
 
+#include "labkit/defences.h"
 #include "labkit/device.h"
 
 #include "child_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -54,6 +57,16 @@ std::string with_start_number(std::string argument, int start) {
   return argument;
 }
 
+// A submission's host starts as the first process of a PID namespace of its own where the
+// kernel lets the runner make one (it needs CAP_SYS_ADMIN: as root): there it can see, signal
+// or trace no process but its own, the grader's empty-call host and the runner included, and
+// every process it starts ends when it does. Like fork() otherwise; the child only sets up
+// descriptors and limits before execve, as after fork().
+pid_t fork_isolated() {
+  const long pid = syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  return pid >= 0 ? pid_t(pid) : fork();
+}
+
 std::string describe_status(int status) {
   if (WIFSIGNALED(status)) {
     const int signal = WTERMSIG(status);
@@ -81,7 +94,7 @@ void HostProcess::start() {
   std::vector<char*> argv = pointers(argv_strings), envp = pointers(env_strings);
 
   output_ = open_output();
-  pid_ = fork();
+  pid_ = fork_host();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
     // Only the socket and the output cross: every other descriptor (the result channel above
@@ -133,6 +146,12 @@ void HostProcess::wait_for_wrapper() {
     }
     usleep(20 * 1000);
   }
+}
+
+pid_t HostProcess::fork_host() const {
+  const bool isolate =
+      !options_.module.empty() && options_.wrapper.empty() && defence_enabled(Defence::process_isolation);
+  return isolate ? fork_isolated() : fork();
 }
 
 void HostProcess::pin_to_cpu(int cpu) {
@@ -285,7 +304,7 @@ bool holds_another_context(pid_t pid) {
 void HostProcess::check_process() {
   if (pid_ <= 0) return;
   // Under a tool (compute-sanitizer, ncu), whose own code may hold more, and which times nothing.
-  if (options_.wrapper.empty() && holds_another_context(pid_)) {
+  if (options_.wrapper.empty() && defence_enabled(Defence::context_count) && holds_another_context(pid_)) {
     stop();
     throw SubmissionFailure("your code opened a CUDA context of its own (cuCtxCreate or the like): work there is "
                             "not ordered with the stream it was handed, so the call is not accepted; use the "

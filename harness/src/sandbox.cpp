@@ -31,6 +31,16 @@ namespace {
 
 constexpr uid_t nobody = 65534;
 
+// landlock_ruleset_attr as of ABI 6, for headers that stop earlier; a kernel of an earlier
+// ABI accepts the longer form while the fields it does not know are zero.
+struct RulesetAttributes {
+  std::uint64_t handled_access_fs = 0;
+  std::uint64_t handled_access_net = 0;
+  std::uint64_t scoped = 0;
+};
+constexpr std::uint64_t scope_signal = 1ULL << 1;  // LANDLOCK_SCOPE_SIGNAL
+constexpr int first_abi_with_scopes = 6;
+
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error("sandbox: " + what + ": " + std::strerror(errno));
 }
@@ -63,7 +73,7 @@ bool keeps_user_for(const HostTool& tool) { return tool.name == "ncu"; }
 std::string user_in_force() {
   const uid_t user = geteuid();
   if (user == nobody) return "uid " + std::to_string(nobody) + " (nobody)";
-  if (user == 0) return "uid 0 (kept: ncu reads the GPU's counters)";
+  if (user == 0) return keeps_user_for(host_tool()) ? "uid 0 (kept: ncu reads the GPU's counters)" : "uid 0";
   return "uid " + std::to_string(user);
 }
 
@@ -157,8 +167,10 @@ void allow_tool(int ruleset, const HostTool& tool, int abi) {
 std::string restrict_files(const SandboxPolicy& policy, const HostTool& tool) {
   const int abi = int(syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION));
   if (abi < 1) return "no Landlock in this kernel: files are not fenced off";
-  landlock_ruleset_attr attributes{};
+  RulesetAttributes attributes{};
   attributes.handled_access_fs = all_rights(abi);
+  const bool scoped = policy.scope_signals && abi >= first_abi_with_scopes;
+  if (scoped) attributes.scoped = scope_signal;
   const int ruleset = int(syscall(SYS_landlock_create_ruleset, &attributes, sizeof attributes, 0));
   if (ruleset < 0) fail("landlock_create_ruleset");
   for (const char* folder : system_folders) allow(ruleset, folder, read_rights, abi);
@@ -172,7 +184,7 @@ std::string restrict_files(const SandboxPolicy& policy, const HostTool& tool) {
   allow_tool(ruleset, tool, abi);
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) fail("landlock_restrict_self");
   close(ruleset);
-  return "Landlock ABI " + std::to_string(abi);
+  return "Landlock ABI " + std::to_string(abi) + (scoped ? ", signals scoped" : "");
 }
 
 }  // namespace
@@ -183,13 +195,16 @@ void leave_root() {
     fail("cannot switch to user nobody");
 }
 
+// A process that is the first of its PID namespace sees no process outside it.
+static std::string pid_namespace_in_force() { return getpid() == 1 ? ", a PID namespace of its own" : ""; }
+
 std::string enter_sandbox(const SandboxPolicy& policy) {
   const HostTool& tool = host_tool();
-  leave_root();
+  if (!policy.keep_user) leave_root();
   const std::string user = user_in_force();
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs");
   const std::string under = tool.name.empty() ? "" : ", under " + tool.name + " (its folder and /dev/shm readable)";
-  return user + ", " + restrict_files(policy, tool) + under;
+  return user + ", " + restrict_files(policy, tool) + pid_namespace_in_force() + under;
 }
 
 }  // namespace labkit

@@ -61,4 +61,41 @@ TEST_SUITE("stats") {
     CHECK(labkit::ratio_points(0.78, 0.05, 0.8, 15, noise) == 15);
     CHECK(labkit::ratio_points(0.5, 0.05, 0.8, 15, noise) < 15);
   }
+
+  TEST_CASE("no spread of a submission's samples widens its benefit of the doubt beyond the cap") {
+    CHECK(labkit::ratio_noise(1e9, 0.005) == doctest::Approx(labkit::ratio_noise_cap));
+    CHECK(labkit::ratio_noise(0, 0) == doctest::Approx(labkit::ratio_noise_floor));
+    // Nine honest samples and a tenth that undoes them (its mean near 0): the median's error
+    // stays that of the honest nine.
+    std::vector<double> scattered;
+    for (int i = 0; i < 90; ++i) scattered.push_back(i % 10 == 9 ? -9.0 : 1.0 + 0.001 * (i % 3));
+    const labkit::SampleSummary s = labkit::summarize(scattered);
+    CHECK(s.median == doctest::Approx(1.0).epsilon(0.01));
+    CHECK(s.relative_error > 1);
+    CHECK(s.median_relative_error < 0.01);
+    CHECK(labkit::noise_relative_error(s) == doctest::Approx(s.median_relative_error));
+  }
+
+  TEST_CASE("a report scores only where the grader's clock confirms it, sample by sample") {
+    // An honest report: within the window, above the bound less the slack.
+    CHECK(labkit::sample_time({1.0, 1.5, 1.02}) == doctest::Approx(1.0));
+    // Below the bound by more than the slack (0.02 + 10%): the bound is scored.
+    CHECK(labkit::sample_time({0.5, 1.5, 1.0}) == doctest::Approx(1.0));
+    CHECK_FALSE(labkit::report_confirmed({0.5, 1.5, 1.0}));
+    // No time at all: negative, zero, not a number, longer than the window.
+    for (double forged : {-3.0, 0.0, std::nan(""), 2.0}) {
+      const labkit::SampleClocks clocks{forged, 1.5, 1.0};
+      CHECK_FALSE(labkit::report_is_a_time(clocks));
+      CHECK(labkit::sample_time(clocks) == doctest::Approx(1.0));
+    }
+  }
+
+  TEST_CASE("the empty call's ceiling sits just above the overheads measured without a submission") {
+    std::vector<double> clean;
+    for (int i = 0; i < 15; ++i) clean.push_back(0.10 + 0.002 * (i % 5));
+    const double ceiling = labkit::empty_call_ceiling_ms(clean);
+    CHECK(ceiling > 0.114);              // every clean overhead fits under it
+    CHECK(ceiling < 0.2);                // a stopped or crowded empty call does not
+    CHECK(std::isinf(labkit::empty_call_ceiling_ms({})));
+  }
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "labkit/buffer.h"
+#include "labkit/defences.h"
 #include "labkit/generators.h"
 #include "labkit/timing.h"
 
@@ -106,11 +107,14 @@ public:
   std::size_t size() const { return live_.size(); }
   std::vector<T> download_drawn() const { return drawn_.download(); }
 
-  // Untimed: a new input, where only the checks can read it.
+  // Untimed: a new input, where only the checks can read it (with the fresh-inputs defence
+  // off, the first one again and again).
   void draw() override {
+    if (drawn_once_ && !defence_enabled(Defence::fresh_inputs)) return;
     const DeviceScope scope(drawn_.device());
     generator_(drawn_.data(), secret_seed(), nullptr);
     CUDA_CHECK(cudaGetLastError());
+    drawn_once_ = true;
   }
   // The window's first step: the drawn input appears where the call reads it.
   void reveal(bool rehearsal) override {
@@ -127,6 +131,7 @@ public:
 
 private:
   Generator generator_;
+  bool drawn_once_ = false;
   DeviceBuffer<T> drawn_;
   Live live_;
   std::optional<Live> reveal_scratch_;

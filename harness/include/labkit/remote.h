@@ -74,6 +74,7 @@ public:
 
 private:
   void start();
+  pid_t fork_host() const;
   void send(const wire::Request& request, int fd = -1);
   wire::Reply receive(double seconds, const char* doing);
   [[noreturn]] void died(const char* doing);

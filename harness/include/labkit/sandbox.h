@@ -2,6 +2,9 @@
 // mechanism, applied to the host process alone:
 //   - run as an unprivileged user (nobody) when started as root, so the submission cannot
 //     signal, trace or read the memory of the grader's processes, and no new privileges;
+//   - no signal to any process outside the sandbox, where the kernel can scope signals
+//     (Landlock ABI 6, Linux 6.12+); the grader also starts a submission's host in a PID
+//     namespace of its own where it may (as root), which shows it no other process at all;
 //   - Landlock (Linux 5.13+): read access only to the system's libraries and configuration,
 //     the driver's files, and the submission's own module; writes only to a scratch folder.
 //     The kit's sources and build (the reference solutions), the grader's reports and other
@@ -19,6 +22,12 @@ struct SandboxPolicy {
   std::vector<std::string> readable_files;  // the submission's module
   std::string scratch_dir;                  // the only place it may create and remove files
   std::vector<std::string> writable_paths;  // files beneath that it may also write (the MPI launcher's /proc)
+  // Landlock's signal scope (Linux 6.12+, ABI 6): no signal to a process outside this sandbox.
+  // A host's, not an MPI launcher's, which signals the ranks it starts.
+  bool scope_signals = false;
+  // Keep the user that started it: a host that runs no submission (the grader's empty call),
+  // which as root then stays out of reach of the submission's user.
+  bool keep_user = false;
 };
 
 // Gives up root for user nobody (kept under ncu, which reads the GPU's counters). A host calls it

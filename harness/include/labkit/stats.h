@@ -14,6 +14,9 @@ struct SampleSummary {
   double mean = 0;
   double stdev = 0;
   double relative_error = 0;  // standard error of the mean over the mean
+  // The median's standard error (from the median absolute deviation) over the median: a few
+  // wild samples, honest or planted, do not move it.
+  double median_relative_error = 0;
 };
 
 SampleSummary summarize(std::vector<double> samples);
@@ -32,6 +35,30 @@ struct StoppingRule {
 // True when enough samples were taken, or a cap was reached.
 bool should_stop(const StoppingRule& rule, const SampleSummary& so_far, double elapsed_seconds);
 
+// ---- a submission's timed samples (time_submission_call, labkit/timing.h) ----------------
+
+// How far below our clock's bound a sample's report may be and still be confirmed: 10 us + 5%
+// for the submission's own launch work, and as much again for the jitter of one sample's round
+// trip (the median of an honest call's gap sits well inside it).
+inline double confirmation_slack_ms(double reported_ms) { return 0.020 + 0.10 * reported_ms; }
+
+// What one sample scores: the report, when it is a time our clock confirms (above zero, within
+// the window, and no more than the slack below the bound); else the bound.
+struct SampleClocks {
+  double reported_ms = 0;  // what the submission's process said
+  double window_ms = 0;    // our clock around the call
+  double bound_ms = 0;     // the window less the empty call's overhead
+};
+bool report_is_a_time(const SampleClocks& clocks);
+bool report_confirmed(const SampleClocks& clocks);
+double sample_time(const SampleClocks& clocks);
+
+// The most an empty call's overhead may count, from overheads measured while no process of the
+// submission's existed: their median plus four of their standard deviations (from the median
+// absolute deviation), and never less than a tenth of the median plus 10 us over it, for the
+// jitter of a process that slept through a verification. Infinite with that defence off.
+double empty_call_ceiling_ms(const std::vector<double>& clean_overheads_ms);
+
 // Points for a speed ratio (reference time / student time: 1.0 = as fast as the reference).
 // Zero at or below zero_credit_ratio, full at or above full_credit_ratio, and between them in
 // proportion to log(ratio / zero_credit_ratio): the same points for each doubling of speed.
@@ -40,8 +67,14 @@ bool should_stop(const StoppingRule& rule, const SampleSummary& so_far, double e
 double ratio_points(double ratio, double zero_credit_ratio, double full_credit_ratio,
                     double max_points, double noise);
 
-// Relative uncertainty of a ratio of two medians: combined standard errors with a floor
-// for run-to-run drift that a single measurement cannot see.
+// Relative uncertainty of a ratio of two medians: combined standard errors with a floor for
+// run-to-run drift that a single measurement cannot see, and a cap, so that no spread of a
+// submission's samples, planted or honest, widens its benefit of the doubt beyond it.
+constexpr double ratio_noise_floor = 0.03, ratio_noise_cap = 0.05;
 double ratio_noise(double relative_error_a, double relative_error_b);
+
+// The relative error of a submission's time that its ratio's noise may use: the median's (the
+// robust-noise defence), or with that defence switched off, the mean's.
+double noise_relative_error(const SampleSummary& submission);
 
 }  // namespace labkit

@@ -11,6 +11,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace labkit {
 
@@ -20,9 +21,13 @@ struct TimingStats {
   bool off_stream_work = false;  // in-process only: wall clock far above the events in most samples
   // A submission's call, timed in its own process (time_submission_call):
   bool remote = false;
-  bool confirmed = true;         // its events agree with our clock
-  double reported_ms = 0;        // median of what its events said
-  double unexplained_ms = 0;     // median of our clock's bound less the events, per sample
+  bool confirmed = true;             // most samples' reports were confirmed by our clock
+  double reported_ms = 0;            // median of what its process reported
+  double unexplained_ms = 0;         // median of our clock's bound less the report, per sample
+  std::size_t unconfirmed_samples = 0;  // samples that scored our clock's bound instead
+  std::size_t impossible_samples = 0;   // reports that were no time at all (negative, zero, past the window)
+  double empty_ceiling_ms = 0;          // the most an empty call's overhead may count (0: no ceiling)
+  std::size_t ceiled_empty_calls = 0;   // empty calls that took longer than that
 };
 
 // One empty call through a host that runs no submission, spinning as long as an honest call
@@ -58,14 +63,15 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {});
 // is revealed to after the output is collected, so every piece of GPU work that the answer
 // depends on, on any stream, context or process, lies inside it. That window less the window
 // of an empty call (`probe`, run just before each sample so that it waits through the same
-// verification and wakes as cold as the submission's process) bounds the call from below. A
-// report below the bound is not confirmed, and the bound is scored instead. Every sample's
-// output is verified.
+// verification and wakes as cold as the submission's process) bounds the call from below.
+//
+// Each sample scores its report only where our clock confirms it (sample_time); otherwise the
+// bound. The empty call's overhead counts at most its ceiling, measured first, while no process
+// of the submission's exists (the caller ends them before), so no work or signal of the
+// submission's can inflate it and shrink the bound. The scored time is the median of the
+// samples' times, and its spread is the median's (SampleSummary::median_relative_error). Every
+// sample's output is verified.
 TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, const StoppingRule& rule = {});
-
-// The slack allowed between a confirmed event time and our clock's bound, beyond two
-// standard errors of the measured gap: a little for the submission's own launch work.
-inline double confirmation_slack_ms(double reported_ms) { return 0.010 + 0.05 * reported_ms; }
 
 // How well the gap between our clock and the events must be known before timing stops (two
 // standard errors): the round trip of a process that slept through verification jitters by
