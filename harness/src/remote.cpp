@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -57,14 +58,19 @@ std::string with_start_number(std::string argument, int start) {
   return argument;
 }
 
-// A submission's host starts as the first process of a PID namespace of its own where the
-// kernel lets the runner make one (it needs CAP_SYS_ADMIN: as root): there it can see, signal
-// or trace no process but its own, the grader's empty-call host and the runner included, and
-// every process it starts ends when it does. Like fork() otherwise; the child only sets up
-// descriptors and limits before execve, as after fork().
+// A submission's host starts as the first process of a PID namespace of its own, with a mount
+// namespace whose /proc shows that PID namespace, where the kernel lets the runner make them
+// (CAP_SYS_ADMIN: as root). There it can see, signal or trace no process but its own, the
+// grader's empty-call host and the runner included, and every process it starts ends when it
+// does. (The CUDA driver fails to start under a /proc of another PID namespace.) Otherwise
+// like fork(); the child only mounts, sets up descriptors and limits, and calls execve.
 pid_t fork_isolated() {
-  const long pid = syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
-  return pid >= 0 ? pid_t(pid) : fork();
+  const long pid = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  if (pid < 0) return fork();
+  if (pid == 0 && (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+                   mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0))
+    _exit(126);
+  return pid_t(pid);
 }
 
 std::string describe_status(int status) {
