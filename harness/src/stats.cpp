@@ -86,7 +86,7 @@ double empty_call_ceiling_ms(const std::vector<double>& clean_overheads_ms) {
     return std::numeric_limits<double>::infinity();
   const SampleSummary clean = summarize(clean_overheads_ms);
   const double sigma = median_standard_error(clean_overheads_ms) * std::sqrt(double(clean.count)) / 1.2533;
-  return clean.median + std::max(4 * sigma, 0.1 * clean.median) + 0.010;
+  return clean.median + std::max(2 * sigma, 0.03 * clean.median) + 0.010;
 }
 
 double ratio_points(double ratio, double zero_credit_ratio, double full_credit_ratio,

@@ -158,6 +158,18 @@ void trace_sample(int sample, const RemoteTiming& timing, double empty_overhead_
   std::fflush(trace);
 }
 
+void trace_clean_overheads(const std::vector<double>& overheads, double ceiling) {
+  static std::FILE* trace = [] {
+    const char* path = std::getenv("LABKIT_TIMING_TRACE");
+    return path != nullptr ? std::fopen(path, "a") : nullptr;
+  }();
+  if (trace == nullptr) return;
+  std::fprintf(trace, "empty call's overheads with no submission process:");
+  for (double overhead : overheads) std::fprintf(trace, " %.4f", overhead);
+  std::fprintf(trace, " ms; ceiling %.4f ms\n", ceiling);
+  std::fflush(trace);
+}
+
 void verify_sample(const TimedCall& call, std::size_t sample) {
   if (!call.verify) return;
   const std::string error = call.verify();
@@ -230,10 +242,11 @@ namespace {
 std::vector<double> clean_empty_overheads(const TimedCall& call, const RoundTripProbe& probe) {
   constexpr int clean_samples = 15;
   std::vector<double> overheads;
-  for (int sample = 0; sample < clean_samples; ++sample) {
+  for (int sample = -1; sample < clean_samples; ++sample) {  // the first allocates the rehearsal's buffers
     synchronize_all_devices();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    overheads.push_back(probe_overhead_ms(call, probe));
+    const double overhead = probe_overhead_ms(call, probe);
+    if (sample >= 0) overheads.push_back(overhead);
   }
   return overheads;
 }
@@ -250,7 +263,9 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
   const cudaStream_t stream = timing_stream();
   TimingStats stats;
   stats.remote = true;
-  const double ceiling = empty_call_ceiling_ms(clean_empty_overheads(call, probe));
+  const std::vector<double> clean = clean_empty_overheads(call, probe);
+  const double ceiling = empty_call_ceiling_ms(clean);
+  trace_clean_overheads(clean, ceiling);
   stats.empty_ceiling_ms = std::isfinite(ceiling) ? ceiling : 0;
 
   auto measure_one = [&](int sample) {

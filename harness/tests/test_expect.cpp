@@ -1,6 +1,8 @@
 // The red team's expected verdicts (expect.h) cannot pass while checking nothing.
 #include "expect.h"
 
+#include "bad_input.h"
+
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -90,5 +92,33 @@ TEST_SUITE("expected verdicts") {
     const fs::path base = submissions({{"typo", "files: starters\nlabs:\n  \"01\": {status: graded}\n"}});
     std::vector<grade::Submission> class_ = grade::find_submissions(base.string());
     CHECK_THROWS_WITH_AS(grade::use_kit_files(class_, "/kit"), doctest::Contains("files: starters"), std::invalid_argument);
+  }
+
+  TEST_CASE("every attack names the defences whose switching-off lets it win") {
+    const fs::path base = submissions({
+        {"twin", "honest: true\nlabs:\n  \"01\": {status: graded}\n"},
+        {"live", "labs:\n  \"01\": {points_at_most: 62}\nundefended:\n  defences: [robust-noise, "
+                 "sample-confirmation]\n  labs:\n    \"01\": {points_at_least: 90}\n"},
+        {"unproven", "labs:\n  \"01\": {points_at_most: 62}\n"},
+    });
+    std::vector<grade::Submission> entries;
+    for (const char* who : {"twin", "live", "unproven"}) entries.push_back({who, (base / who).string(), ""});
+    std::vector<std::string> problems;
+    const auto groups = grade::group_by_undefended(entries, problems);
+    REQUIRE(groups.size() == 1);
+    CHECK(groups.begin()->first == "robust-noise,sample-confirmation");
+    CHECK(groups.begin()->second.at(0).who == "live");
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].find("unproven") != std::string::npos);
+    // The undefended block is what such a run checks.
+    const grade::ExpectationCheck won = grade::check_expectations({graded("live", "01", true)}, base, known, true);
+    CHECK(won.checked == 1);
+    CHECK(won.mismatches.size() == 1);  // scored 0, expected at least 90
+  }
+
+  TEST_CASE("a misspelt defence is bad input") {
+    const fs::path base = submissions({{"typo", "labs:\n  \"01\": {}\nundefended:\n  defences: [fresh-input]\n"}});
+    std::vector<std::string> problems;
+    CHECK_THROWS_AS(grade::group_by_undefended({{"typo", (base / "typo").string(), ""}}, problems), grade::BadInput);
   }
 }

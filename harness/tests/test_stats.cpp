@@ -94,8 +94,8 @@ TEST_SUITE("stats") {
     std::vector<double> clean;
     for (int i = 0; i < 15; ++i) clean.push_back(0.10 + 0.002 * (i % 5));
     const double ceiling = labkit::empty_call_ceiling_ms(clean);
-    CHECK(ceiling > 0.114);              // every clean overhead fits under it
-    CHECK(ceiling < 0.2);                // a stopped or crowded empty call does not
+    CHECK(ceiling > 0.108);   // most clean overheads fit under it
+    CHECK(ceiling < 0.125);   // a stopped or crowded empty call does not
     CHECK(std::isinf(labkit::empty_call_ceiling_ms({})));
   }
 }
