@@ -13,7 +13,6 @@
 #include <labkit/lab.h>
 #include <labkit/mpi_part.h>
 #include <labkit/row_bands.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <chrono>
@@ -55,6 +54,9 @@ struct System {
   std::vector<float> b;
 };
 
+// The seed of the diagonal's random signs in a system drawn from `seed`.
+uint64_t diagonal_sign_seed(uint64_t seed) { return labkit::splitmix64(seed ^ 0x51A7ull); }
+
 // Off-diagonal entries from the case's distribution; each diagonal entry is then set to
 // (1 + dominance) x the sum of its row's other magnitudes, plus 1, so the rows are strictly
 // diagonally dominant. Case options: negative_diagonal (random signs on the diagonal),
@@ -70,7 +72,7 @@ System make_system(const Case& c, uint64_t seed_shift = 0) {
   const double dominance = c.number("dominance", 0.5);
   const bool negative_diagonal = c.integer("negative_diagonal", 0) != 0;
   const bool scale_rows = c.integer("scale_rows", 0) != 0;
-  const uint64_t sign_seed = labkit::splitmix64(spec.seed ^ 0x51A7ull);
+  const uint64_t sign_seed = diagonal_sign_seed(spec.seed);
   for_row_ranges(s.n, [&](int begin, int end) {
     for (int i = begin; i < end; ++i) {
       float* row = &s.a[size_t(i) * n];
@@ -118,8 +120,20 @@ std::vector<double> solve_on_host(const System& s) {
 
 // ---- judging one answer ----------------------------------------------------------------
 
-// ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf), in double: scale-free, and for a
-// backward-stable solve a small multiple of the precision.
+// ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf), in double, from each row's |b_i - (A x)_i|
+// and sum of |a_ij|: scale-free, and for a backward-stable solve a small multiple of the precision.
+double scaled_residual(const std::vector<double>& row_residual, const std::vector<double>& row_norm,
+                       const std::vector<float>& x, const std::vector<float>& b) {
+  double residual = 0, a_norm = 0, x_norm = 0, b_norm = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    residual = std::max(residual, row_residual[i]);
+    a_norm = std::max(a_norm, row_norm[i]);
+    x_norm = std::max(x_norm, std::fabs(double(x[i])));
+    b_norm = std::max(b_norm, std::fabs(double(b[i])));
+  }
+  return residual / (a_norm * x_norm + b_norm);
+}
+
 double scaled_residual(const System& s, const std::vector<float>& x) {
   const size_t n = size_t(s.n);
   std::vector<double> row_residual(n), row_norm(n);
@@ -135,14 +149,7 @@ double scaled_residual(const System& s, const std::vector<float>& x) {
       row_norm[size_t(i)] = norm;
     }
   });
-  double residual = 0, a_norm = 0, x_norm = 0, b_norm = 0;
-  for (size_t i = 0; i < n; ++i) {
-    residual = std::max(residual, row_residual[i]);
-    a_norm = std::max(a_norm, row_norm[i]);
-    x_norm = std::max(x_norm, std::fabs(double(x[i])));
-    b_norm = std::max(b_norm, std::fabs(double(s.b[i])));
-  }
-  return residual / (a_norm * x_norm + b_norm);
+  return scaled_residual(row_residual, row_norm, x, s.b);
 }
 
 // What FP32 elimination reaches, with a wide margin: errors grow like sqrt(n) x epsilon.
@@ -206,9 +213,11 @@ struct DeviceSystem {
   DeviceBuffer<float> a, b, x;
 };
 
-// One call of the student's gauss_solve on `gpus` GPUs, x poisoned first; returns its
-// seconds by the host's clock (the host answers once every GPU's work has finished).
-double call_seconds(const float* a, const float* b, DeviceBuffer<float>& x, int n, int gpus) {
+// One call of the student's gauss_solve on `gpus` GPUs, x (a DeviceBuffer or a timed call's
+// TimedOutput) poisoned first; returns its seconds by the host's clock (the host answers once
+// every GPU's work has finished).
+template <class Output>
+double call_seconds(const float* a, const float* b, Output& x, int n, int gpus) {
   x.poison();
   labkit::synchronize_all_devices();
   const auto start = std::chrono::steady_clock::now();
@@ -284,75 +293,198 @@ void check_solve(const Case& c) {
 }
 
 // ---- performance -----------------------------------------------------------------------
+// Every timed call solves a system no earlier call has seen (labkit/fresh_input.h): A and b
+// are drawn on GPU 0 before each sample, as make_system makes them but from a fresh seed, and
+// revealed as the call's window opens; x is collected as it closes, and its residual against
+// the system it was given is computed on the GPU, so checking a 14336 x 14336 system costs a
+// read of A rather than a download of it.
 
-// A few systems of the same size and kind; before each timed call one of them, at random,
-// is copied into the buffers the call reads (labkit/variants.h).
-struct PerfInputs {
-  explicit PerfInputs(const Case& c) {
-    std::vector<std::vector<float>> a_variants, b_variants;
-    for (int v = 0; v < labkit::input_variants; ++v) {
-      System s = make_system(c, uint64_t(v));
-      a_variants.push_back(std::move(s.a));
-      b_variants.push_back(std::move(s.b));
-    }
-    a = std::make_unique<labkit::VariantBuffer<float>>(a_variants);
-    b = std::make_unique<labkit::VariantBuffer<float>>(b_variants);
-    for (int v = 0; v < labkit::input_variants; ++v)
-      systems.push_back({int(c.n), std::move(a_variants[size_t(v)]), std::move(b_variants[size_t(v)])});
-  }
-  std::vector<System> systems;  // on the host, for the residual after each call
-  std::unique_ptr<labkit::VariantBuffer<float>> a, b;
-  int current = 0;
+constexpr int row_threads = 256;  // the kernels below give each row one block of this size
+
+// No initialisers: the type of a __shared__ array.
+struct RowSums {
+  double dot;        // sum of a_j x_j
+  double magnitude;  // sum of |a_j|
 };
 
-// The residual of the last timed call's x against the system it was given; "" when within bound.
-std::string timed_residual_problem(const PerfInputs& inputs, DeviceBuffer<float>& x) {
-  const System& s = inputs.systems[size_t(inputs.current)];
-  const double residual = scaled_residual(s, x.download());
-  return residual <= residual_bound(s.n) ? std::string()
-                                         : "residual " + show(residual) + " above " + show(residual_bound(s.n));
+// The block's RowSums added up; the total is valid in thread 0 only.
+__device__ RowSums block_total(RowSums mine) {
+  __shared__ RowSums warp_totals[row_threads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    mine.dot += __shfl_down_sync(0xffffffffu, mine.dot, offset);
+    mine.magnitude += __shfl_down_sync(0xffffffffu, mine.magnitude, offset);
+  }
+  if (threadIdx.x % 32 == 0) warp_totals[threadIdx.x / 32] = mine;
+  __syncthreads();
+  RowSums total{0, 0};
+  if (threadIdx.x == 0)
+    for (const RowSums& warp : warp_totals) total.dot += warp.dot, total.magnitude += warp.magnitude;
+  return total;
 }
+
+// One row's sums over its columns but `skip` (-1: none), in double, as the host's loops sum
+// them; without x, `dot` stays 0.
+__device__ RowSums row_sums(const float* row, const float* x, int n, int skip) {
+  RowSums mine{0, 0};
+  for (int j = threadIdx.x; j < n; j += row_threads) {
+    if (j == skip) continue;
+    const double a = row[j];
+    if (x != nullptr) mine.dot += a * double(x[j]);
+    mine.magnitude += fabs(a);
+  }
+  return block_total(mine);
+}
+
+// make_system's rows on the GPU, one block each: the diagonal set to (1 + dominance) x the
+// sum of the row's other magnitudes, plus 1, its sign random when asked, then the whole row
+// scaled when asked.
+__global__ void make_rows_dominant_kernel(float* a, int n, double dominance, bool negative_diagonal,
+                                          uint64_t sign_seed, bool scale_rows) {
+  const int i = blockIdx.x;
+  float* row = a + size_t(i) * size_t(n);
+  const RowSums sums = row_sums(row, nullptr, n, i);  // every thread has read the row after this
+  if (threadIdx.x == 0) {
+    float diagonal = float((1 + dominance) * sums.magnitude + 1);
+    if (negative_diagonal && (labkit::splitmix64(sign_seed + uint64_t(i)) & 1)) diagonal = -diagonal;
+    row[i] = diagonal;
+  }
+  if (!scale_rows) return;
+  __syncthreads();  // the diagonal is scaled with the rest of its row
+  const float scale = ldexpf(1.0f, (i * 7) % 25 - 12);
+  for (int j = threadIdx.x; j < n; j += row_threads) row[j] *= scale;
+}
+
+// b = A x, each row summed in double.
+__global__ void multiply_kernel(const float* a, const float* x, float* b, int n) {
+  const RowSums sums = row_sums(a + size_t(blockIdx.x) * size_t(n), x, n, -1);
+  if (threadIdx.x == 0) b[blockIdx.x] = float(sums.dot);
+}
+
+// scaled_residual's terms: each row's |b_i - (A x)_i| and sum of |a_ij|, in double.
+__global__ void residual_terms_kernel(const float* a, const float* b, const float* x, int n, double* row_residual,
+                                      double* row_norm) {
+  const int i = blockIdx.x;
+  const RowSums sums = row_sums(a + size_t(i) * size_t(n), x, n, -1);
+  if (threadIdx.x == 0) {
+    row_residual[i] = fabs(double(b[i]) - sums.dot);
+    row_norm[i] = sums.magnitude;
+  }
+}
+
+// make_system's A for the case, from `seed`, on the current GPU.
+void draw_matrix(const Case& c, float* a, uint64_t seed, cudaStream_t stream) {
+  const int n = int(c.n);
+  labkit::InputSpec spec = c.input;
+  spec.seed = seed;
+  labkit::generate_on_device(a, size_t(n) * size_t(n), spec, stream);
+  make_rows_dominant_kernel<<<unsigned(n), row_threads, 0, stream>>>(
+      a, n, c.number("dominance", 0.5), c.integer("negative_diagonal", 0) != 0, diagonal_sign_seed(seed),
+      c.integer("scale_rows", 0) != 0);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// make_system's b for the drawn A: A x_true, with x_true uniform in [-1, 1] from `seed`.
+void draw_right_hand_side(const float* a, float* x_true, float* b, int n, uint64_t seed, cudaStream_t stream) {
+  labkit::generate_on_device(x_true, size_t(n), labkit::InputSpec{labkit::Distribution::uniform, seed, -1, 1}, stream);
+  multiply_kernel<<<unsigned(n), row_threads, 0, stream>>>(a, x_true, b, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// A timed call's buffers, all on GPU 0: the system, drawn afresh for every call, the x the
+// call writes, and the checks' scratch. b is drawn from A, so A is drawn first.
+struct PerfInputs {
+  explicit PerfInputs(const Case& c)
+      : n(int(c.n)),
+        a(size_t(c.n) * size_t(c.n),
+          [&c](float* out, uint64_t seed, cudaStream_t stream) { draw_matrix(c, out, seed, stream); }, 0),
+        b(c.n,
+          [this](float* out, uint64_t seed, cudaStream_t stream) {
+            draw_right_hand_side(a.drawn(), x_true.data(), out, n, seed, stream);
+          },
+          0),
+        x(c.n, 0), x_true(c.n, 0), row_residual(c.n, 0), row_norm(c.n, 0) {}
+  PerfInputs(const PerfInputs&) = delete;  // b's generator holds `this`
+  PerfInputs& operator=(const PerfInputs&) = delete;
+
+  // The timed call that runs `launch` on these buffers: before each sample A and b drawn, in
+  // that order, and x poisoned; its window reveals A and b and collects x.
+  labkit::TimedCall timed_call(std::function<void(cudaStream_t)> launch) {
+    labkit::TimedCall call = labkit::timed_call(std::move(launch), {&a, &b}, {&x});
+    call.host_clock = true;  // the work spans several GPUs and streams, or processes
+    return call;
+  }
+
+  // Untimed, for a call made outside the timing loop: a new system where the call reads it.
+  void draw_and_reveal() {
+    a.draw();
+    b.draw();
+    a.reveal(false);
+    b.reveal(false);
+    labkit::synchronize_all_devices();
+  }
+
+  // The residual of the collected x against the system it was given; "" when within bound.
+  std::string residual_problem() {
+    const labkit::DeviceScope on_gpu0(0);
+    residual_terms_kernel<<<unsigned(n), row_threads>>>(a.drawn(), b.drawn(), x.collected_data(), n,
+                                                        row_residual.data(), row_norm.data());
+    CUDA_CHECK_KERNELS(nullptr);
+    const std::vector<float> solution = x.collected();
+    // A NaN would slip through the residual's maxima.
+    if (!std::all_of(solution.begin(), solution.end(), [](float value) { return std::isfinite(value); }))
+      return "x holds NaN or infinite values";
+    const double residual =
+        scaled_residual(row_residual.download(), row_norm.download(), solution, b.download_drawn());
+    return residual <= residual_bound(n) ? std::string()
+                                         : "residual " + show(residual) + " above " + show(residual_bound(n));
+  }
+
+  int n;
+  labkit::FreshInput<float> a, b;
+  labkit::TimedOutput<float> x;
+  DeviceBuffer<float> x_true;                   // b's generator's scratch
+  DeviceBuffer<double> row_residual, row_norm;  // residual_problem's scratch
+};
 
 // A solver as a timed case calls it: the student's or the reference's gauss_solve, or the
 // chapter's one-GPU elimination (which ignores gpus).
 using Solver = std::function<void(const float* a, const float* b, float* x, int n, int gpus, cudaStream_t stream)>;
 
-labkit::PerfSubject perf_subject(Solver solver, const Case& c, PerfInputs& inputs, DeviceBuffer<float>& x) {
+labkit::PerfSubject perf_subject(Solver solver, const Case& c, PerfInputs& inputs) {
   const int n = int(c.n), gpus = int(c.integer("gpus", 2));
-  labkit::TimedCall call{
-      [solver, n, gpus, &inputs, &x](cudaStream_t stream) { solver(inputs.a->data(), inputs.b->data(), x.data(), n, gpus, stream); },
-      [&inputs, &x](int sample) {
-        inputs.current = labkit::pick_variant(sample, inputs.a->count());
-        inputs.a->load(inputs.current);
-        inputs.b->load(inputs.current);
-        x.poison();
-      }};
-  call.host_clock = true;  // the work spans several GPUs and streams
-  return {call, [&inputs, &x] { return timed_residual_problem(inputs, x); }};
+  return {inputs.timed_call([solver, n, gpus, &inputs](cudaStream_t stream) {
+            solver(inputs.a.data(), inputs.b.data(), inputs.x.data(), n, gpus, stream);
+          }),
+          [&inputs] { return inputs.residual_problem(); }};
 }
 
 // ---- the lesson: is the work split over the GPUs? ---------------------------------------
 
-// The student's own 1-GPU and 2-GPU calls on one system, each the fastest of two after a
-// first call that pays for start-up, by the host's clock.
+// The student's own 1-GPU and 2-GPU calls, each the fastest of two after a first call that
+// pays for start-up, by the host's clock. Like a timed call, each solves a new system and its
+// answer is checked: a call that knew the system, or skipped the work, would fake the split.
 struct OwnSpeedup {
-  int n = 0;  // the order of the system it was measured on
+  int n = 0;  // the order of the systems it was measured on
   double one_gpu_ms = 0, two_gpu_ms = 0;
+  std::string wrong_answer;  // the first call's problem, "" when every answer was right
   double factor() const { return one_gpu_ms / two_gpu_ms; }
 };
 
-OwnSpeedup measure_own_speedup(const Case& c, PerfInputs& inputs, DeviceBuffer<float>& x) {
-  inputs.a->load(0);
-  inputs.b->load(0);
+OwnSpeedup measure_own_speedup(const Case& c, PerfInputs& inputs) {
+  OwnSpeedup speedup;
   auto fastest_ms = [&](int gpus) {
     double best = 1e30;
     for (int call = 0; call < 3; ++call) {
-      const double seconds = call_seconds(inputs.a->data(), inputs.b->data(), x, int(c.n), gpus);
+      inputs.draw_and_reveal();
+      const double seconds = call_seconds(inputs.a.data(), inputs.b.data(), inputs.x, int(c.n), gpus);
+      inputs.x.collect(false);
+      labkit::synchronize_all_devices();
+      if (const std::string problem = inputs.residual_problem(); !problem.empty() && speedup.wrong_answer.empty())
+        speedup.wrong_answer = "with gpus = " + std::to_string(gpus) + ", " + problem;
       if (call > 0) best = std::min(best, seconds * 1e3);
     }
     return best;
   };
-  OwnSpeedup speedup;
   speedup.n = int(c.n);
   speedup.one_gpu_ms = fastest_ms(1);
   speedup.two_gpu_ms = fastest_ms(2);
@@ -380,6 +512,9 @@ std::string why_little_speedup(const OwnSpeedup& s) {
 // No speed points for a call whose work is not split: the timed cases' requirement.
 labkit::PerfRequirement work_split_required(const OwnSpeedup& s) {
   return [s](double) {
+    if (!s.wrong_answer.empty())
+      return "a call that measured the split over the GPUs gave a wrong answer (" + s.wrong_answer +
+             "), so the split is not known";
     return s.factor() >= least_split_speedup
                ? std::string()
                : describe(s) + ", below the " + show(least_split_speedup) + "x that shows the work split. " +
@@ -404,8 +539,8 @@ labkit::PerfHint uneven_split_hint(const OwnSpeedup& s, int n) {
 // Measured once, on the first timed case (the dataset lists the smallest first, n = 12288),
 // and shared by the rest: a 1-GPU call as slow as the chapter's kernels takes about 3 s there
 // on an H100 and would come near the 5 s a call may take at n = 14336.
-const OwnSpeedup& own_speedup(const Case& c, PerfInputs& inputs, DeviceBuffer<float>& x) {
-  static const OwnSpeedup measured = measure_own_speedup(c, inputs, x);
+const OwnSpeedup& own_speedup(const Case& c, PerfInputs& inputs) {
+  static const OwnSpeedup measured = measure_own_speedup(c, inputs);
   return measured;
 }
 
@@ -521,27 +656,22 @@ void check_mpi_solve(const Case& c) {
 
 // Both sides by our clock, from the call until every GPU is done: the ranks report no time of
 // their own, so the student's figure is what "its process reported" and what our clock saw.
-labkit::PerfSubject mpi_perf_subject(labkit::RankSide side, const Case& c, PerfInputs& inputs,
-                                     DeviceBuffer<float>& x) {
+// Each call on a new system, revealed in rank 0's buffers, as part 1's timed calls.
+labkit::PerfSubject mpi_perf_subject(labkit::RankSide side, const Case& c, PerfInputs& inputs) {
   const int n = int(c.n);
-  labkit::TimedCall call;
-  call.launch = [side, n, &inputs, &x](cudaStream_t) {
-    const double ms = call_mpi_gauss(gauss_ranks().group(side, part2_ranks), inputs.a->data(), inputs.b->data(),
-                                     x.data(), n);
+  labkit::TimedCall call = inputs.timed_call([side, n, &inputs](cudaStream_t) {
+    const double ms = call_mpi_gauss(gauss_ranks().group(side, part2_ranks), inputs.a.data(), inputs.b.data(),
+                                     inputs.x.data(), n);
     if (labkit::RemoteTiming* timing = labkit::current_remote_timing()) {
       ++timing->calls;
       timing->event_ms = timing->wall_ms = ms;
     }
-  };
-  call.prepare = [side, &inputs, &x](int sample) {
+  });
+  call.prepare = [side, draw = call.prepare](int sample) {
     gauss_ranks().keep_only(side);
-    inputs.current = labkit::pick_variant(sample, inputs.a->count());
-    inputs.a->load(inputs.current);
-    inputs.b->load(inputs.current);
-    x.poison();
+    draw(sample);
   };
-  call.host_clock = true;
-  return {call, [&inputs, &x] { return timed_residual_problem(inputs, x); }};
+  return {call, [&inputs] { return inputs.residual_problem(); }};
 }
 
 // One message and one host synchronisation per pivot, and a trailing matrix read once per
@@ -678,10 +808,9 @@ TEST_SUITE("performance") {
     labkit::for_each_timed_case([&](const Case& c) {
       const labkit::DeviceScope on_gpu0(0);
       PerfInputs inputs(c);
-      DeviceBuffer<float> x(c.n, 0);
       // Under a profiler the case is one untimed call: no split to judge, and six more solves
       // would each be profiled kernel by kernel.
-      const OwnSpeedup speedup = labkit::profiling() ? OwnSpeedup{} : own_speedup(c, inputs, x);
+      const OwnSpeedup speedup = labkit::profiling() ? OwnSpeedup{} : own_speedup(c, inputs);
       const int n = int(c.n);
       Solver against = labkit::reference<decltype(gauss_solve)>("gauss_solve");
       std::shared_ptr<chapter_gauss::OneGpuSolver> chapter;
@@ -694,8 +823,8 @@ TEST_SUITE("performance") {
       // Bytes: A and b read once, x written once. The ratio is what is scored.
       const double bytes = (double(c.n) * double(c.n) + 2.0 * double(c.n)) * sizeof(float);
       labkit::measure_performance(c, bytes,
-                                  perf_subject(labkit::student<decltype(gauss_solve)>("gauss_solve"), c, inputs, x),
-                                  perf_subject(against, c, inputs, x), /*library=*/{},
+                                  perf_subject(labkit::student<decltype(gauss_solve)>("gauss_solve"), c, inputs),
+                                  perf_subject(against, c, inputs), /*library=*/{},
                                   uneven_split_hint(speedup, n), work_split_required(speedup));
     }, single_process_case);
   }
@@ -708,10 +837,9 @@ TEST_SUITE("performance") {
           if (!why.empty()) return labkit::not_run(c, why);
           const labkit::DeviceScope on_gpu0(0);
           PerfInputs inputs(c);
-          DeviceBuffer<float> x(c.n, 0);
           const double bytes = (double(c.n) * double(c.n) + 2.0 * double(c.n)) * sizeof(float);  // as part 1
-          labkit::measure_performance(c, bytes, mpi_perf_subject(labkit::RankSide::student, c, inputs, x),
-                                      mpi_perf_subject(labkit::RankSide::reference, c, inputs, x),
+          labkit::measure_performance(c, bytes, mpi_perf_subject(labkit::RankSide::student, c, inputs),
+                                      mpi_perf_subject(labkit::RankSide::reference, c, inputs),
                                       /*library=*/{}, mpi_hint(int(c.n)));
           gauss_ranks().stop();  // before the inputs they mapped are freed
         },

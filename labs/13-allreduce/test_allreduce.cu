@@ -7,7 +7,6 @@
 
 #include <labkit/lab.h>
 #include <labkit/mpi_part.h>
-#include <labkit/variants.h>
 
 #include <algorithm>
 #include <atomic>
@@ -44,13 +43,20 @@ int gpus_for(const Case& c) {
 
 bool exact_case(const Case& c) { return c.integer("exact", 0) != 0; }
 
+// The case's distribution with `seed`. Exact cases draw their steps k as integers from it.
+labkit::InputSpec array_spec(const Case& c, uint64_t seed) {
+  labkit::InputSpec spec = c.input;
+  spec.seed = seed;
+  if (exact_case(c) && std::max(std::fabs(spec.lo), std::fabs(spec.hi)) > exact_limit)
+    throw std::invalid_argument("exact cases need lo and hi within +-2^20");
+  return spec;
+}
+
 // GPU `gpu`'s array for call `call` of a case: `count` floats, each GPU and call from its own seed.
 std::vector<float> make_array(const Case& c, int gpu, int call, size_t count) {
-  labkit::InputSpec spec = c.input;
-  spec.seed = labkit::splitmix64(spec.seed ^ (uint64_t(gpu + 1) << 40) ^ (uint64_t(call + 1) << 20));
+  const labkit::InputSpec spec =
+      array_spec(c, labkit::splitmix64(c.input.seed ^ (uint64_t(gpu + 1) << 40) ^ (uint64_t(call + 1) << 20)));
   if (!exact_case(c)) return labkit::generate<float>(count, spec);
-  if (std::max(std::fabs(spec.lo), std::fabs(spec.hi)) > exact_limit)
-    throw std::invalid_argument("exact cases need lo and hi within +-2^20");
   const std::vector<int32_t> steps = labkit::generate<int32_t>(count, spec);
   std::vector<float> values(count);
   for (size_t i = 0; i < count; ++i) values[i] = float(steps[i]) * exact_step;
@@ -65,6 +71,28 @@ struct Expected {
   std::vector<float> tolerance;  // empty for exact cases: the sum must match bit for bit
 };
 
+struct ExpectedElement {
+  float sum = 0;
+  float tolerance = 0;  // unused for exact cases
+};
+
+// One element's sum from each GPU's value of it (value_of(g) for g < gpus).
+template <class ValueOf>
+ExpectedElement expected_element(int gpus, bool exact, ValueOf value_of) {
+  double sum = 0, magnitude = 0;
+  for (int g = 0; g < gpus; ++g) {
+    const float value = value_of(g);
+    sum += value;
+    magnitude += std::fabs(value);
+  }
+  return {float(sum), exact ? 0.0f : float(gpus * double(FLT_EPSILON) * magnitude)};
+}
+
+bool element_right(const ExpectedElement& e, bool exact, float actual) {
+  if (exact) return actual == e.sum;  // exact sums: -0 and +0 alike, NaN never
+  return !std::isnan(actual) && std::fabs(double(actual) - double(e.sum)) <= double(e.tolerance);
+}
+
 Expected expected_sum(const GpuArrays& arrays, size_t first, size_t n, bool exact) {
   Expected e;
   e.sum.resize(n);
@@ -72,21 +100,18 @@ Expected expected_sum(const GpuArrays& arrays, size_t first, size_t n, bool exac
   const int gpus = int(arrays.size());
   labkit::parallel_chunks(n, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
-      double sum = 0, magnitude = 0;
-      for (const auto& a : arrays) {
-        sum += a[first + i];
-        magnitude += std::fabs(a[first + i]);
-      }
-      e.sum[i] = float(sum);
-      if (!exact) e.tolerance[i] = float(gpus * double(FLT_EPSILON) * magnitude);
+      const ExpectedElement element =
+          expected_element(gpus, exact, [&](int g) { return arrays[size_t(g)][first + i]; });
+      e.sum[i] = element.sum;
+      if (!exact) e.tolerance[i] = element.tolerance;
     }
   });
   return e;
 }
 
 bool element_right(const Expected& e, size_t i, float actual) {
-  if (e.tolerance.empty()) return actual == e.sum[i];  // exact sums: -0 and +0 alike, NaN never
-  return !std::isnan(actual) && std::fabs(double(actual) - double(e.sum[i])) <= double(e.tolerance[i]);
+  const bool exact = e.tolerance.empty();
+  return element_right(ExpectedElement{e.sum[i], exact ? 0.0f : e.tolerance[i]}, exact, actual);
 }
 
 // ---- buffers -------------------------------------------------------------------------------
@@ -265,71 +290,115 @@ std::string run_calls(const Case& c) {
 }
 
 // ---- performance ---------------------------------------------------------------------------
+// Every timed call reduces arrays no earlier call has seen (labkit/fresh_input.h): before each
+// sample each GPU's array is drawn on that GPU from a fresh seed, in the case's distribution,
+// revealed in the buffer the call reduces in place as its window opens, and collected as it
+// closes.
 
-// Inputs of the same size and distribution; before each timed call, one of them (the same one
-// on every GPU) is copied into the buffers the call reduces in place (labkit/variants.h).
+// Exact cases' steps k, drawn as integers in the array's own memory, become the floats k/8.
+__global__ void steps_to_values_kernel(float* values, size_t n) {
+  const int32_t* steps = reinterpret_cast<const int32_t*>(values);
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    values[i] = float(steps[i]) * exact_step;
+}
+
+// make_array's values for `seed`, on the current GPU.
+void draw_array(const Case& c, float* out, size_t n, uint64_t seed, cudaStream_t stream) {
+  const labkit::InputSpec spec = array_spec(c, seed);
+  if (!exact_case(c)) {
+    labkit::generate_on_device(out, n, spec, stream);
+    return;
+  }
+  labkit::generate_on_device(reinterpret_cast<int32_t*>(out), n, spec, stream);
+  if (n == 0) return;
+  steps_to_values_kernel<<<unsigned(std::min<size_t>((n + 255) / 256, 4096)), 256, 0, stream>>>(out, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// Element i of an array drawn from `seed`, as the GPU drew it: the generators' one formula
+// (labkit/generators.h), so the checks recompute every GPU's input on the host instead of
+// reading it back.
+class DrawnArray {
+public:
+  DrawnArray(const Case& c, uint64_t seed) : exact_(exact_case(c)) {
+    const labkit::InputSpec spec = array_spec(c, seed);
+    if (exact_) steps_ = labkit::element_rule<int32_t>(spec);
+    else values_ = labkit::element_rule<float>(spec);
+  }
+  float operator()(size_t i) const { return exact_ ? float(steps_(i)) * exact_step : values_(i); }
+
+private:
+  bool exact_;
+  labkit::ElementRule<int32_t> steps_;
+  labkit::ElementRule<float> values_;
+};
+
+// A timed call's buffers: one array per GPU, on that GPU, drawn afresh for every call.
 struct PerfInputs {
-  PerfInputs(const Case& c, int gpus) : n(c.n) {
-    std::vector<GpuArrays> variants(labkit::input_variants);
-    for (int v = 0; v < labkit::input_variants; ++v) {
-      for (int g = 0; g < gpus; ++g) variants[size_t(v)].push_back(make_array(c, g, v, n));
-      expected.push_back(expected_sum(variants[size_t(v)], 0, n, exact_case(c)));
-    }
-    for (int g = 0; g < gpus; ++g) {
-      const labkit::DeviceScope scope(g);
-      std::vector<std::vector<float>> per_gpu;
-      for (const GpuArrays& variant : variants) per_gpu.push_back(variant[size_t(g)]);
-      device.push_back(std::make_unique<labkit::VariantBuffer<float>>(per_gpu));
-    }
+  PerfInputs(const Case& c, int gpus) : c(c), n(c.n), exact(exact_case(c)), seeds(size_t(gpus)) {
+    for (int g = 0; g < gpus; ++g)
+      arrays.push_back(std::make_unique<labkit::FreshInput<float>>(
+          n,
+          [this, g](float* out, uint64_t seed, cudaStream_t stream) {
+            seeds[size_t(g)] = seed;
+            draw_array(this->c, out, n, seed, stream);
+          },
+          g));
+  }
+  PerfInputs(const PerfInputs&) = delete;  // the generators hold `this`
+  PerfInputs& operator=(const PerfInputs&) = delete;
+
+  float* data(int gpu) { return gpu < gpus() ? arrays[size_t(gpu)]->data() : nullptr; }
+  int gpus() const { return int(arrays.size()); }
+
+  // The timed call that runs `launch`: every array drawn before each sample, revealed as its
+  // window opens and, reduced in place, collected as it closes.
+  labkit::TimedCall timed_call(std::function<void(cudaStream_t)> launch) {
+    std::vector<labkit::RevealedBuffer*> inputs;
+    std::vector<labkit::CollectedBuffer*> outputs;
+    for (const auto& array : arrays) inputs.push_back(array.get()), outputs.push_back(array.get());
+    labkit::TimedCall call = labkit::timed_call(std::move(launch), inputs, outputs);
+    call.host_clock = true;  // the work spans every GPU: events on one stream would miss it
+    return call;
   }
 
-  float* data(int gpu) { return gpu < gpus() ? device[size_t(gpu)]->data() : nullptr; }
-  int gpus() const { return int(device.size()); }
-
-  void load(int variant) {
-    current = variant;
-    for (int g = 0; g < gpus(); ++g) {
-      const labkit::DeviceScope scope(g);
-      device[size_t(g)]->load(variant);
-    }
-    labkit::synchronize_all_devices();  // device-to-device copies do not wait for themselves
-  }
-
-  std::string check() {
-    const Expected& e = expected[size_t(current)];
-    std::vector<float> first(n), other(n);
-    CUDA_CHECK(cudaMemcpy(first.data(), data(0), n * sizeof(float), cudaMemcpyDeviceToHost));
-    std::atomic<size_t> wrong{0};
-    for (int g = 0; g < gpus(); ++g) {
-      CUDA_CHECK(cudaMemcpy(other.data(), data(g), n * sizeof(float), cudaMemcpyDeviceToHost));
-      labkit::parallel_chunks(n, [&](size_t begin, size_t end) {
-        size_t local = 0;
-        for (size_t i = begin; i < end; ++i)
-          local += !element_right(e, i, other[i]) || std::memcmp(&other[i], &first[i], sizeof(float)) != 0;
-        wrong += local;
-      });
-      if (wrong > 0)
-        return gpu_name(g) + ": " + std::to_string(wrong.load()) + " of " + std::to_string(n) +
+  // "" when every GPU's collected array holds the sum of the drawn ones, with GPU 0's bits.
+  std::string check() const {
+    std::vector<DrawnArray> drawn;
+    for (uint64_t seed : seeds) drawn.emplace_back(c, seed);
+    std::vector<std::vector<float>> actual;
+    for (const auto& array : arrays) actual.push_back(array->collected());
+    std::vector<std::atomic<size_t>> wrong(arrays.size());
+    labkit::parallel_chunks(n, [&](size_t begin, size_t end) {
+      std::vector<size_t> local(arrays.size(), 0);
+      for (size_t i = begin; i < end; ++i) {
+        const ExpectedElement e = expected_element(gpus(), exact, [&](int g) { return drawn[size_t(g)](i); });
+        for (size_t g = 0; g < actual.size(); ++g)
+          local[g] += !element_right(e, exact, actual[g][i]) ||
+                      std::memcmp(&actual[g][i], &actual[0][i], sizeof(float)) != 0;
+      }
+      for (size_t g = 0; g < local.size(); ++g) wrong[g] += local[g];
+    });
+    for (int g = 0; g < gpus(); ++g)
+      if (wrong[size_t(g)] > 0)
+        return gpu_name(g) + ": " + std::to_string(wrong[size_t(g)].load()) + " of " + std::to_string(n) +
                " elements are wrong or differ from GPU 0's";
-    }
     return "";
   }
 
+  const Case& c;
   size_t n;
-  std::vector<Expected> expected;
-  std::vector<std::unique_ptr<labkit::VariantBuffer<float>>> device;  // one per GPU
-  int current = 0;
+  bool exact;
+  std::vector<uint64_t> seeds;  // of each GPU's latest draw
+  std::vector<std::unique_ptr<labkit::FreshInput<float>>> arrays;
 };
 
 labkit::PerfSubject perf_subject(labkit::Function<decltype(ring_allreduce)> fn, PerfInputs& inputs) {
-  labkit::TimedCall call;
-  call.launch = [fn, &inputs](cudaStream_t stream) {
-    fn(inputs.data(0), inputs.data(1), inputs.data(2), inputs.data(3), inputs.data(4), inputs.data(5),
-       inputs.data(6), inputs.data(7), inputs.gpus(), inputs.n, stream);
-  };
-  call.prepare = [&inputs](int sample) { inputs.load(labkit::pick_variant(sample, labkit::input_variants)); };
-  call.host_clock = true;  // the work spans every GPU: events on one stream would miss it
-  return {call, [&inputs] { return inputs.check(); }};
+  return {inputs.timed_call([fn, &inputs](cudaStream_t stream) {
+            fn(inputs.data(0), inputs.data(1), inputs.data(2), inputs.data(3), inputs.data(4), inputs.data(5),
+               inputs.data(6), inputs.data(7), inputs.gpus(), inputs.n, stream);
+          }),
+          [&inputs] { return inputs.check(); }};
 }
 
 // NCCL's bus bandwidth convention: each GPU must send and receive 2(g-1)/g of the array.
@@ -371,8 +440,7 @@ std::string run_mpi_calls(const Case& c) {
 // reported" and what our clock saw, so it is the one scored; the reference's is timed by the
 // same loop as part 1's, around the same call.
 labkit::PerfSubject mpi_perf_subject(Side side, PerfInputs& inputs) {
-  labkit::TimedCall call;
-  call.launch = [side, &inputs](cudaStream_t) {
+  labkit::TimedCall call = inputs.timed_call([side, &inputs](cudaStream_t) {
     std::vector<float*> data;
     for (int g = 0; g < inputs.gpus(); ++g) data.push_back(inputs.data(g));
     const double ms = call_mpi_allreduce(mpi_ranks().group(side, inputs.gpus()), data, inputs.n);
@@ -380,12 +448,11 @@ labkit::PerfSubject mpi_perf_subject(Side side, PerfInputs& inputs) {
       ++timing->calls;
       timing->event_ms = timing->wall_ms = ms;
     }
-  };
-  call.prepare = [side, &inputs](int sample) {
+  });
+  call.prepare = [side, draw = call.prepare](int sample) {
     mpi_ranks().keep_only(side);
-    inputs.load(labkit::pick_variant(sample, labkit::input_variants));
+    draw(sample);
   };
-  call.host_clock = true;
   return {call, [&inputs] { return inputs.check(); }};
 }
 
