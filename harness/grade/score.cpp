@@ -116,6 +116,11 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
                               record["reference"].value("relative_error", 0.0));
       cr.points = labkit::ratio_points(record["ratio"].get<double>(), rubric.zero_credit_ratio,
                                        rubric.full_credit_ratio, rubric.points, noise);
+      // What our clock said of the reports, unless a floor or the lesson says more below.
+      if (!student.value("confirmed", true))
+        cr.message = unconfirmed_message(student);
+      else if (student.value("impossible_samples", 0) > 0)
+        cr.message = impossible_message(student);
       if (const std::string missing = record.value("lesson_missing", ""); !missing.empty()) {
         cr.points = 0;
         cr.outcome = Outcome::failed;
@@ -131,10 +136,6 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
         cr.message = "faster than this GPU's FP32 units can do the task's arithmetic: not credited "
                      "(is work skipped, or done where the grader's clock was not looking?)";
       }
-      if (!student.value("confirmed", true))
-        cr.message = unconfirmed_message(student);
-      else if (student.value("impossible_samples", 0) > 0)
-        cr.message = impossible_message(student);
       // The lab's own advice on a slow time (measure_performance's hint), after ours.
       if (const std::string hint = record.value("hint", ""); !hint.empty())
         cr.message += (cr.message.empty() ? "" : "; ") + ("hint: " + hint);

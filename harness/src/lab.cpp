@@ -425,8 +425,11 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
     call.verify = student_side.check_output;
     const double reference_ms = reference.median_ms();
     if (s.student) s.student->stop();  // the empty call's ceiling is measured while no process of the submission's exists
-    const TimingStats student_time = time_submission_call(
+    TimingStats student_time = time_submission_call(
         call, [reference_ms, &call] { return empty_call_ms(reference_ms, call.host_clock); });
+    // Only reports taken as they are (the sample-confirmation defence off) can score no time at
+    // all: a picosecond keeps every rate finite, and the floors judge it.
+    student_time.ms.median = std::max(student_time.ms.median, 1e-9);
     record["student"] = timing_json(student_time, bytes_moved, peak);
     if (hint) record["hint"] = hint(student_time.ms.median);
     if (requirement) record["lesson_missing"] = requirement(student_time.ms.median);
