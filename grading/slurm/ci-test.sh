@@ -140,7 +140,8 @@ compare "$local_out"
 
 # Results that could not run (no GPU here) are never reused: a re-run submits exactly those
 # again, without compiling anything; everything graded is reused.
-work_dir="$(dirname "$grade")/../../grade/batch/$(basename "$class")"
+# The Slurm batch's saved results: its folder under build/grade/batch/ is named after its --out.
+work_dir="$(ls -dt "$(dirname "$grade")"/../../grade/batch/"$(basename "$slurm_out")"-* | head -n 1)"
 could_not_run() { grep -l '"status":"not run"' "$work_dir"/*/*/result.json 2>/dev/null | wc -l; }
 expect_resubmitted() {  # $1: the submit's output, $2: how many lab-submissions it must submit
   if [[ $2 == 0 ]]; then
@@ -166,10 +167,12 @@ rm "$(dirname "$lost")/result.json"
 submit | tee "$work/submit-3.txt" || fail "the third submit failed"
 expect_resubmitted "$work/submit-3.txt" "$not_run"
 compare "$local_out"
-"$grade" collect "$class" ${LABS:-} --out "$work/out-collect" >/dev/null
+# By hand: collect reads the saved results of the batch whose --out it writes again.
+rm -rf "$slurm_out/gradebook.csv" "$slurm_out/students" "$slurm_out/gradescope" "$slurm_out/junit.xml"
+"$grade" collect "$class" ${LABS:-} --out "$slurm_out" >/dev/null
 collect_status=$?
 [[ $collect_status == 0 || $collect_status == 3 ]] || fail "grade collect exited $collect_status"
-slurm_out="$work/out-collect" compare "$local_out"
+compare "$local_out"
 
 rm -rf "$work_dir"
 echo "PASSED: the class graded through Slurm matches the local batch byte for byte"

@@ -60,6 +60,15 @@ std::string result_fingerprint(const LabJob& job, const Toolchain& tc, const Gra
   return labkit::hex(h);
 }
 
+std::string batch_work_dir(const std::string& build_root, const std::string& out_dir) {
+  fs::path out = fs::weakly_canonical(fs::absolute(out_dir));
+  if (out.filename().empty()) out = out.parent_path();  // "reports/" ends in a slash
+  const std::string key = labkit::hex(hash_bytes(out.string())).substr(0, 8);
+  return (fs::path(build_root) / "grade" / "batch" / (out.filename().string() + "-" + key)).string();
+}
+
+bool result_saved(const std::string& path) { return fs::exists(path); }
+
 bool load_saved_result(const std::string& path, const std::string& fingerprint, LabResult& result) {
   std::ifstream in(path);
   if (!in) return false;
@@ -192,11 +201,7 @@ std::string build_line(const LabResult& result) {
   return "compiled, but " + result.build_log.substr(0, result.build_log.find(" ("));
 }
 
-std::string outcome_line(const LabResult& r) {
-  char points[64];
-  std::snprintf(points, sizeof points, "%.1f/%.0f", r.points, r.max_points);
-  return to_string(r.status) + ", " + points;
-}
+std::string outcome_line(const LabResult& r) { return to_string(r.status) + ", " + points_line(r); }
 
 }  // namespace
 

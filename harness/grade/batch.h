@@ -28,6 +28,12 @@ std::vector<Submission> find_submissions(const std::string& dir);
 // ("class/" and "class" are both "class"; "." is the current folder's name).
 std::string class_name(const std::string& dir);
 
+// Where a batch keeps its work and saved results: a folder under the build's grade/batch/ per
+// output folder (--out), named after it and told apart by a hash of its full path. A batch
+// that writes elsewhere never reuses or replaces another's saved results, and a collect reads
+// those of the batch whose files it writes again.
+std::string batch_work_dir(const std::string& build_root, const std::string& out_dir);
+
 struct BatchOptions {
   GradeOptions grade;
   int build_workers = 2;
@@ -57,6 +63,9 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions,
 std::string result_fingerprint(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options);
 inline std::string saved_result_file(const std::string& work_dir) { return work_dir + "/result.json"; }
 bool load_saved_result(const std::string& path, const std::string& fingerprint, LabResult& result);
+// Whether a result is saved there for any inputs: one that load_saved_result does not take was
+// graded with another secret, seed or options, or from files that have changed since.
+bool result_saved(const std::string& path);
 void save_result(const std::string& path, const std::string& fingerprint, const LabResult& result);
 // Whether a saved result may stand in for grading again. Not what the machine decided rather
 // than the student's files (not run: no CUDA device, too few GPUs, a driver failure; a fault of

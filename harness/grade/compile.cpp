@@ -71,9 +71,20 @@ void stage_student_files(const LabSpec& lab, const std::string& student_dir, con
     fs::copy_file(fs::path(student_dir) / file, staged / file, fs::copy_options::overwrite_existing);
 }
 
+// A compiler's messages as a student may read them: the student's files by their own names
+// (histogram.cu, not the staged copy's path), the kit's from its root (labs/01-histogram/...),
+// and nothing of the grading machine's folders.
+std::string without_grader_paths(std::string log, const Toolchain& tc, const fs::path& lab_work) {
+  for (const std::string& prefix : {(lab_work / "src").string() + "/", lab_work.string() + "/",
+                                    (fs::path(tc.build_root) / "").string(), (fs::path(tc.source_root) / "").string()})
+    if (prefix.size() > 1)  // never "/" alone: an unset root
+      for (std::size_t at; (at = log.find(prefix)) != std::string::npos;) log.replace(at, prefix.size(), "");
+  return log;
+}
+
 // Compiles staged files into a module the runner (or a program it starts) loads.
-bool build_module(const LabSpec& lab, const ModuleSources& module, const std::string& student_dir,
-                  const Toolchain& tc, const fs::path& lab_work, std::string& log) {
+bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolchain& tc, const fs::path& lab_work,
+                  std::string& log) {
   const fs::path staged = lab_work / "src";
   std::vector<std::string> argv = {tc.nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3"};
   argv.insert(argv.end(), tc.cuda_flags.begin(), tc.cuda_flags.end());
@@ -86,11 +97,7 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const std::st
   const std::string log_name = module.output == "module.so" ? "build.log" : "build-" + module.output + ".log";
   ChildRequest request{argv, {}, {protocol::env::secret}, (lab_work / log_name).string(), {}, false, {}};
   const ChildOutcome outcome = run_child(request, {build_time_limit_seconds, 2 * build_time_limit_seconds});
-  log = tail(outcome.output_tail, build_log_shown_bytes);
-  // Name the student's own files in the diagnostics, not the staged copies.
-  const std::string staged_prefix = staged.string() + "/";
-  for (std::size_t at; (at = log.find(staged_prefix)) != std::string::npos;)
-    log.replace(at, staged_prefix.size(), (fs::path(student_dir) / "").string());
+  log = without_grader_paths(tail(outcome.output_tail, build_log_shown_bytes), tc, lab_work);
   if (outcome.timed_out) log = "the compiler " + outcome.describe() + "\n" + log;
   return outcome.exit_code == 0 && !outcome.timed_out;
 }
@@ -103,13 +110,13 @@ bool build_modules(const LabSpec& lab, const std::string& student_dir, const Too
                    std::string& log) {
   stage_student_files(lab, student_dir, lab_work);
   const std::vector<ModuleSources> modules = modules_to_build(lab, tc, lab_work);
-  if (!build_module(lab, modules.front(), student_dir, tc, lab_work, log)) return false;
+  if (!build_module(lab, modules.front(), tc, lab_work, log)) return false;
   log.clear();
   for (auto module = modules.begin() + 1; module != modules.end(); ++module) {
     std::error_code ignored;
     fs::remove(failed_marker(lab_work, *module), ignored);
     std::string messages;
-    if (build_module(lab, *module, student_dir, tc, lab_work, messages)) continue;
+    if (build_module(lab, *module, tc, lab_work, messages)) continue;
     fs::remove(lab_work / module->output, ignored);
     const std::string why = joined(module->files, ", ") + " did not compile";
     std::ofstream(failed_marker(lab_work, *module)) << why;

@@ -59,6 +59,10 @@ std::string not_found_note(const LabSpec& lab) {
   return "student files not found (expected: " + lab.student_files.front() + "): lab not graded";
 }
 
+bool not_handed_in(const LabResult& result, const LabSpec& lab) {
+  return result.status == LabStatus::missing_files && result.note == not_found_note(lab);
+}
+
 std::string student_file_problem(const fs::path& file, const std::string& shown_name) {
   struct stat info {};
   if (::lstat(file.c_str(), &info) != 0) {

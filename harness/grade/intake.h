@@ -5,6 +5,7 @@
 #pragma once
 
 #include "catalog.h"
+#include "model.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -47,6 +48,8 @@ std::string copies_left_out(const LabSpec& lab, const std::string& base, const s
 
 // The note of a lab for which no place holds the student files: it was not handed in.
 std::string not_found_note(const LabSpec& lab);
+// Whether `result`, lab `lab`'s, is that of a lab not handed in at all.
+bool not_handed_in(const LabResult& result, const LabSpec& lab);
 
 // "3.2 MiB", rounded up so that a file just over the limit does not read as at it.
 std::string size_text(std::uintmax_t bytes);

@@ -87,27 +87,28 @@ void print_batch_summary(const std::vector<grade::Report>& reports, const std::v
                          double seconds, std::size_t labs_graded, const fs::path& out) {
   std::fputs(grade::batch_summary(reports, labs).c_str(), stdout);
   const std::size_t ran = grade::ran_on_gpu_this_run();
-  std::printf("\n%zu submissions; %zu lab-submissions graded in %.0f s, %zu of them compiled and run", reports.size(),
-              labs_graded, seconds, ran);
-  if (seconds > 0)
+  // Without a GPU nothing ran: neither "graded" nor a rate would be true.
+  if (ran == 0)
+    std::printf("\n%zu submissions; %zu lab-submissions taken in and compiled in %.0f s, none of them run on a GPU",
+                reports.size(), labs_graded, seconds);
+  else
+    std::printf("\n%zu submissions; %zu lab-submissions graded in %.0f s, %zu of them compiled and run",
+                reports.size(), labs_graded, seconds, ran);
+  if (seconds > 0 && ran > 0)
     std::printf("\nbatch rate: %.0f lab-submissions per hour (%.0f compiled-and-run per hour)",
                 3600.0 * double(labs_graded) / seconds, 3600.0 * double(ran) / seconds);
-  std::printf("\nGradebook: %s/gradebook.csv; to hand back: handout/; for course platforms: canvas-import.csv, "
-              "gradescope-scores.csv, gradescope/, prairielearn/; also junit.xml, students/\n",
+  std::printf("\nGradebook: %s/gradebook.csv; to hand back: handout/; for course platforms, a file per lab or a "
+              "column per lab: canvas-import.csv, gradescope-scores/LAB.csv, gradescope/LAB/, prairielearn/LAB/; "
+              "also junit.xml, students/\n",
               out.string().c_str());
 }
 
-// Folders the roster does not list get no ids in the platforms' files: say which, once.
+// What the platforms' files lack for want of a roster or in it (roster_warnings), said once.
 void warn_of_roster_gaps(const grade::Roster& roster, const std::vector<grade::Report>& reports) {
-  if (roster.empty()) return;
   std::vector<std::string> folders;
   for (const grade::Report& report : reports) folders.push_back(report.who);
-  const std::vector<std::string> missing = grade::folders_missing_from(roster, folders);
-  if (missing.empty()) return;
-  std::string names;
-  for (const std::string& folder : missing) names += (names.empty() ? "" : ", ") + folder;
-  std::cerr << "grade: warning: the roster does not list " << missing.size()
-            << " submission folder(s), so the platforms' files carry no id for them: " << names << "\n";
+  for (const std::string& warning : grade::roster_warnings(roster, folders))
+    std::cerr << "grade: warning: " << warning << "\n";
 }
 
 int report_expectations(const grade::ExpectationCheck& check) {
@@ -170,6 +171,20 @@ struct CommandLine {
            *calibrate = nullptr, *collect = nullptr, *slurm_task = nullptr;
 };
 
+// A count or a number of seconds: `least` or more. (CLI11's own ranges name the type's limits.)
+CLI::Validator at_least(int least) {
+  return CLI::Validator(
+      [least](std::string& value) -> std::string {
+        try {
+          if (std::stoll(value) >= least) return "";
+        } catch (const std::exception&) {
+          return "";  // not a number: the option's own conversion says so
+        }
+        return "must be " + std::to_string(least) + " or more, not " + value;
+      },
+      "N>=" + std::to_string(least));
+}
+
 void define_grading_options(CLI::App& app, CommandLine& line) {
   app.add_flag("--solution", line.solution, "grade the reference solutions instead of the student files");
   app.add_flag("--json", line.as_json, "print the report as JSON instead of text");
@@ -179,18 +194,22 @@ void define_grading_options(CLI::App& app, CommandLine& line) {
   app.add_option("--submissions", line.submissions_dir,
                  "grade every subfolder of DIR as one student's submission (a clone of the kit or the "
                  "student files alone), with `all` or `lab`")->check(CLI::ExistingDirectory);
-  app.add_option("--out", line.out_dir, "where a batch's gradebook goes (default grading/reports/<DIR's name>)");
+  app.add_option("--out", line.out_dir,
+                 "where the reports go (a batch's: default grading/reports/<DIR's name>; yours: grading/reports)");
   app.add_option("--roster", line.roster_file,
                  "with --submissions: a CSV (folder,student_id,name,email) that puts the students' ids, names and "
                  "emails in the gradebook and the files for Canvas and Gradescope")->check(CLI::ExistingFile);
-  app.add_option("--jobs", line.jobs, "compiles in parallel (default: the CPU cores)");
-  app.add_option("--gpus", line.gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)");
+  app.add_option("--jobs", line.jobs, "compiles in parallel (default: the CPU cores)")->check(at_least(1));
+  app.add_option("--gpus", line.gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)")
+      ->check(at_least(1));
   app.add_option("--runs-per-gpu", line.runs_per_gpu,
-                 "with --submissions: labs checked at once on each GPU (default 3; timing always has the GPU alone)");
+                 "with --submissions: labs checked at once on each GPU (default 3; timing always has the GPU alone)")
+      ->check(at_least(1));
   app.add_option("--secret-file", line.secret_file,
                  "instructor secret mixed into every seed (or set LABKIT_SECRET); a batch without one warns, "
                  "and its gradebook says so")->check(CLI::ExistingFile);
-  app.add_option("--time-limit", line.time_limit, "seconds each lab's checks may run (default: the lab's rubric)");
+  app.add_option("--time-limit", line.time_limit, "seconds each lab's checks may run (default: the lab's rubric)")
+      ->check(at_least(1));
   app.add_flag("--fresh", line.fresh, "grade a batch again even where nothing changed");
   app.add_flag("--retime-reference", line.retime_reference,
                "time the reference solution in this run instead of taking its times from the calibration cache");
@@ -250,8 +269,9 @@ void define_slurm(CLI::App& app, CommandLine& line) {
   app.add_option("--gres", line.slurm.gres,
                  "GPU request per task, scaled to a lab's GPUs (default gpu:1; none: no gres)")->group("Slurm");
   app.add_option("--array-limit", line.slurm.array_limit, "tasks of an array running at once (default: no limit)")
-      ->group("Slurm");
-  app.add_option("--shard-size", line.slurm.shard_size, "lab-submissions per task (default 4)")->group("Slurm");
+      ->check(at_least(1))->group("Slurm");
+  app.add_option("--shard-size", line.slurm.shard_size, "lab-submissions per task (default 4)")
+      ->check(at_least(1))->group("Slurm");
   app.add_option("--sbatch-option", line.slurm.sbatch_options, "passed to every job, e.g. --sbatch-option=--account=X")
       ->group("Slurm");
   line.collect = app.add_subcommand(
@@ -273,7 +293,7 @@ void define_command_line(CLI::App& app, CommandLine& line) {
   // Flags may come before or after the verb: `grade lab 01 --solution` works too.
   for (CLI::App* verb : {line.lab, line.all, line.export_case_command, line.profile, line.calibrate, line.collect,
                          line.slurm_task})
-    verb->fallthrough();
+    verb->fallthrough()->footer("Every option (./grade --help lists them) goes before or after the verb.");
 }
 
 // The labs named (each once: `lab 01 1 histogram` is lab 01), or every lab.
@@ -380,7 +400,7 @@ int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& cata
   const fs::path name = grade::class_name(line.submissions_dir);
   const fs::path out =
       line.out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "reports" / name : fs::path(line.out_dir);
-  options.work_dir = (fs::path(toolchain.build_root) / "grade" / "batch" / name).string();
+  options.work_dir = grade::batch_work_dir(toolchain.build_root, out.string());
   options.reuse_saved = !line.fresh;
   // After --slurm, collect finds the secret where the submit left it.
   if (const fs::path kept = out / "slurm" / "secret"; line.collect->parsed() && secret.empty() && fs::exists(kept)) {
@@ -409,7 +429,7 @@ int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& cata
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   grade::write_batch_outputs(reports, chosen, out.string(), roster);
   print_batch_summary(reports, chosen, seconds, grade::graded_this_run(), out);
-  warn_of_roster_gaps(roster, reports);
+  if (!line.expect) warn_of_roster_gaps(roster, reports);  // the red-team corpus has no students
   if (!line.expect) return grade::batch_exit_status(reports);
   const std::vector<std::string> known_labs = lab_ids(catalog);
   grade::ExpectationCheck check = grade::check_expectations(reports, line.submissions_dir, known_labs);
@@ -429,7 +449,8 @@ int grade_checkout(const CommandLine& line, const std::vector<grade::LabSpec>& c
   std::cerr << "grade: building and running the checks of " << chosen.size() << " lab(s)...\n";
   grade::Report report = grade::grade_batch({{who, base}}, chosen, toolchain, options).front();
   report.mode = line.solution ? "reference solutions" : "student files";
-  const fs::path reports_root = fs::path(toolchain.source_root) / "grading" / "reports";
+  const fs::path reports_root =
+      line.out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "reports" : fs::path(line.out_dir);
   grade::write_run_reports(report, chosen, reports_root.string());
   if (line.as_json)
     std::cout << grade::json_text(grade::to_json(report)) << "\n";
@@ -474,6 +495,8 @@ int run(const CLI::App& app, const CommandLine& line) {
   grade::stop_children_on_interrupt();
   if (line.slurm_task->parsed() && line.submissions_dir.empty())
     throw grade::BadInput("slurm-task needs --submissions DIR (the job script passes it)");
+  if (!line.roster_file.empty() && line.submissions_dir.empty())
+    throw grade::BadInput("--roster goes with --submissions DIR (or collect DIR): it names a class's folders");
   if (!line.submissions_dir.empty()) return grade_class(line, catalog, chosen, toolchain);
   return grade_checkout(line, chosen, toolchain);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <sstream>
 
 using nlohmann::json;
@@ -38,6 +39,99 @@ void add_totals(Report& report) {
     report.points += lab.points;
     report.max_points += lab.max_points;
   }
+}
+
+bool judged_here(const LabResult& lab) {
+  return lab.status != LabStatus::not_run && lab.status != LabStatus::kit_fault;
+}
+
+namespace {
+
+// Shares of `total` hundredths in proportion to `weights`: each rounded down, the hundredths
+// left over to the largest remainders, so that they add up to `total` exactly.
+std::vector<long long> hundredths_adding_up(const std::vector<double>& weights, long long total) {
+  const double weight_sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<long long> shares(weights.size(), 0);
+  if (weight_sum <= 0) return shares;
+  std::vector<std::pair<double, std::size_t>> remainders;
+  long long given = 0;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    const double exact = double(total) * weights[i] / weight_sum;
+    shares[i] = static_cast<long long>(std::floor(exact + 1e-9));
+    given += shares[i];
+    remainders.push_back({exact - double(shares[i]), i});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t k = 0; given < total && k < remainders.size(); ++k, ++given) ++shares[remainders[k].second];
+  return shares;
+}
+
+long long to_hundredths(double points) { return std::llround(points * 100); }
+
+// A case's points in hundredths of its share: full marks are the whole share, never a hundredth short.
+long long share_score(const CaseResult& c, long long max_hundredths) {
+  if (c.max_points > 0 && c.points >= c.max_points - 1e-9) return max_hundredths;
+  return std::clamp(to_hundredths(c.points), 0LL, max_hundredths);
+}
+
+long long lab_hundredths(const LabResult& lab) {
+  long long sum = 0;
+  for (const CaseShare& share : case_shares(lab)) sum += share.score;
+  return sum;
+}
+
+}  // namespace
+
+std::vector<CaseShare> case_shares(const LabResult& lab) {
+  std::vector<double> weights;
+  for (const CaseResult& c : lab.cases) weights.push_back(c.max_points);
+  const std::vector<long long> maxima = hundredths_adding_up(weights, to_hundredths(lab.max_points));
+  std::vector<CaseShare> shares;
+  for (std::size_t i = 0; i < lab.cases.size(); ++i) shares.push_back({share_score(lab.cases[i], maxima[i]), maxima[i]});
+  return shares;
+}
+
+double lab_points(const LabResult& lab) { return double(lab_hundredths(lab)) / 100; }
+
+Total total_of(const std::vector<const LabResult*>& labs) {
+  long long points = 0, max_points = 0;
+  Total total;
+  for (const LabResult* lab : labs) {
+    points += lab_hundredths(*lab);
+    max_points += to_hundredths(lab->max_points);
+    total.labs_not_judged += !judged_here(*lab);
+  }
+  total.points = double(points) / 100;
+  total.max_points = double(max_points) / 100;
+  return total;
+}
+
+Total total_of(const Report& report) {
+  std::vector<const LabResult*> labs;
+  for (const LabResult& lab : report.labs) labs.push_back(&lab);
+  return total_of(labs);
+}
+
+std::string points_figure(double points) {
+  std::string text = format("%.2f", double(to_hundredths(points)) / 100);
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text == "-0" ? "0" : text;
+}
+
+std::string points_line(const LabResult& lab) {
+  if (!judged_here(lab)) return "not judged here (" + points_figure(lab.max_points) + " points)";
+  return points_figure(lab_points(lab)) + " / " + points_figure(lab.max_points) + " points";
+}
+
+std::string points_line(const Total& total) {
+  if (total.judged()) return points_figure(total.points) + " / " + points_figure(total.max_points) + " points";
+  const std::string labs = std::to_string(total.labs_not_judged) + (total.labs_not_judged == 1 ? " lab" : " labs");
+  return "not known: " + labs + " not judged here (" + points_figure(total.max_points) + " points in all)";
+}
+
+std::string share_text(const CaseShare& share) {
+  return points_figure(double(share.score) / 100) + " / " + points_figure(double(share.max) / 100);
 }
 
 std::string not_graded_reason(const LabResult& lab) {
@@ -240,10 +334,10 @@ static std::string sanitizer_cases(const LabResult& lab) {
   return cases;
 }
 
-// A lab's or a report's total to a millionth: cases' shares of a lab's points add up to
-// 59.999999999999986 in binary, which a gradebook or a script reading the JSON should not see.
-// Each case keeps its exact share, so that totals made again from saved cases (a resumed
-// batch, Slurm's collect) come out the same.
+// A lab's maximum to a millionth: cases' shares of it add up to 59.999999999999986 in binary,
+// which a script reading the JSON should not see. The lab's points are its figure
+// (lab_points), null where it was not judged here; each case keeps its exact points, so that
+// totals made again from saved cases (a resumed batch, Slurm's collect) come out the same.
 static double rounded(double points) { return std::round(points * 1e6) / 1e6; }
 
 json to_json(const LabResult& lab) {
@@ -257,7 +351,8 @@ json to_json(const LabResult& lab) {
   for (const SanitizerRun& run : lab.sanitizer) sanitizer.push_back(to_json(run));
   return {{"id", lab.id}, {"name", lab.name}, {"title", lab.title}, {"status", to_string(lab.status)},
           {"note", lab.note}, {"build_log", lab.build_log}, {"run_log", lab.run_log}, {"device", lab.device},
-          {"points", rounded(lab.points)}, {"max_points", rounded(lab.max_points)}, {"cases", cases},
+          {"points", judged_here(lab) ? json(lab_points(lab)) : json(nullptr)}, {"max_points", rounded(lab.max_points)},
+          {"cases", cases},
           {"sanitizer", sanitizer}};
 }
 
@@ -288,8 +383,9 @@ LabResult lab_from_json(const json& j) {
 json to_json(const Report& report) {
   json labs = json::array();
   for (const LabResult& lab : report.labs) labs.push_back(to_json(lab));
-  return {{"who", report.who}, {"mode", report.mode}, {"points", rounded(report.points)},
-          {"max_points", rounded(report.max_points)}, {"secret_used", report.secret_used}, {"labs", labs}};
+  const Total total = total_of(report);
+  return {{"who", report.who}, {"mode", report.mode}, {"points", total.judged() ? json(total.points) : json(nullptr)},
+          {"max_points", total.max_points}, {"secret_used", report.secret_used}, {"labs", labs}};
 }
 
 std::string to_text(const Report& report, bool show_hidden_details) {
@@ -312,7 +408,7 @@ std::string to_text(const Report& report, bool show_hidden_details) {
       std::size_t timed = 0;
       count_passed(lab, "performance", timed);
       out << "  " << total << " correctness and " << timed << " performance cases not run\n";
-      out << format("  lab total: %.1f / %.0f points", lab.points, lab.max_points) << "\n";
+      out << "  lab total: " << points_line(lab) << "\n";
       continue;
     }
     out << "  correctness: " << passed << " of " << total << " cases passed\n";
@@ -329,16 +425,18 @@ std::string to_text(const Report& report, bool show_hidden_details) {
       for (const std::string& line : sanitizer_lines(lab)) out << "    " << line << "\n";
     }
     out << "  performance:\n";
-    for (const CaseResult& c : lab.cases) {
+    const std::vector<CaseShare> shares = case_shares(lab);
+    for (std::size_t i = 0; i < lab.cases.size(); ++i) {
+      const CaseResult& c = lab.cases[i];
       if (c.kind != "performance") continue;
       out << "    " << c.name << ": ";
       const std::string timing = timing_line(c);
       out << (timing.empty() ? "" : timing + "; ") << (c.message.empty() ? "" : c.message + "; ")
-          << format("%.1f/%.0f points", c.points, c.max_points) << "\n";
+          << share_text(shares[i]) << " points\n";
     }
-    out << format("  lab total: %.1f / %.0f points", lab.points, lab.max_points) << "\n";
+    out << "  lab total: " << points_line(lab) << "\n";
   }
-  out << "\n" << format("Total: %.1f / %.0f points", report.points, report.max_points) << "\n";
+  out << "\nTotal: " << points_line(total_of(report)) << "\n";
   return out.str();
 }
 
@@ -351,15 +449,15 @@ std::string none_ran(const LabResult& lab) {
 std::string to_markdown(const Report& report, bool show_hidden_details) {
   std::ostringstream out;
   out << "# Grade report: " << report.who << "\n\n" << "Mode: " << report.mode << ". "
-      << format("Total: **%.1f / %.0f** points.", report.points, report.max_points) << "\n";
+      << "Total: **" << points_line(total_of(report)) << "**.\n";
   for (const LabResult& lab : report.labs) {
     if (lab.status == LabStatus::missing_files) {  // nothing was judged: a table of zeros says nothing more
       out << "\n**Lab " << lab.id << " " << lab.name << ": " << lab.title << "**: " << to_string(lab.status)
-          << format(", %.1f / %.0f points: ", lab.points, lab.max_points) << lab.note << "\n";
+          << ", " << points_line(lab) << ": " << lab.note << "\n";
       continue;
     }
     out << "\n## Lab " << lab.id << " " << lab.name << ": " << lab.title << "\n\n"
-        << "Status: " << to_string(lab.status) << format(". Points: %.1f / %.0f.", lab.points, lab.max_points) << "\n";
+        << "Status: " << to_string(lab.status) << ". Points: " << points_line(lab) << ".\n";
     if (!lab.note.empty()) out << "\n" << lab.note << "\n";
     if (!lab.build_log.empty()) out << "\n```\n" << lab.build_log << "\n```\n";
     if (const std::string none = none_ran(lab); !none.empty()) {
@@ -368,14 +466,16 @@ std::string to_markdown(const Report& report, bool show_hidden_details) {
     }
     const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
     out << "\n| case | kind | result | points | details |\n|---|---|---|---|---|\n";
-    for (const CaseResult& c : lab.cases) {
+    const std::vector<CaseShare> shares = case_shares(lab);
+    for (std::size_t i = 0; i < lab.cases.size(); ++i) {
+      const CaseResult& c = lab.cases[i];
       std::string details = c.kind == "performance"            ? timing_line(c)
                             : in_shared_hint(shared, c.name) ? see_shared_hint
                                                              : visible_message(c, show_hidden_details);
       if (c.kind == "performance" && !c.message.empty()) details += (details.empty() ? "" : "; ") + c.message;
       out << "| " << c.name << (c.hidden ? " (hidden)" : "") << " | " << c.kind << " | "
           << (c.passed() ? "pass" : c.ran() ? "fail" : "not run") << " | "
-          << format("%.1f / %.1f", c.points, c.max_points) << " | " << table_cell(details) << " |\n";
+          << share_text(shares[i]) << " | " << table_cell(details) << " |\n";
     }
     if (!shared.empty()) out << "\n";
     for (const SharedHint& s : shared) out << "- The same hint for cases " << case_list(s) << ": " << s.hint << "\n";

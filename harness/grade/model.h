@@ -141,6 +141,46 @@ std::string format(const char* pattern, double a, double b = 0, double c = 0, do
 void add_totals(LabResult& lab);
 void add_totals(Report& report);
 
+// ---- Points as every file gives them
+//
+// A lab's points are given once, to the hundredth, and every file (gradebook, Canvas,
+// Gradescope, PrairieLearn, reports) shows that same figure: it is what its cases add up to
+// when each case's share of the lab's maximum is taken in hundredths (the shares add up to the
+// maximum exactly) and its points in hundredths of that share (full marks are the whole share).
+// A platform that adds up the cases gets the lab's figure, to the hundredth.
+
+// Whether the lab's points say anything of the student: not where this machine could not run
+// it (no GPU, too few GPUs) or the kit failed. Every file leaves such a lab's points out (a
+// blank cell, no score, "not judged"), never a 0.
+bool judged_here(const LabResult& lab);
+
+struct CaseShare {
+  long long score = 0;  // hundredths of a point
+  long long max = 0;
+};
+std::vector<CaseShare> case_shares(const LabResult& lab);  // one per case, in the lab's order
+double lab_points(const LabResult& lab);                     // the lab's figure: its shares added up
+
+// The figures of several labs added up; not judged when some lab was not judged here, as a
+// total that leaves a lab out would read as a 0 for it.
+struct Total {
+  double points = 0;
+  double max_points = 0;
+  std::size_t labs_not_judged = 0;
+  bool judged() const { return labs_not_judged == 0; }
+};
+Total total_of(const std::vector<const LabResult*>& labs);
+Total total_of(const Report& report);
+
+// "18.96", "73.4", "15": to the hundredth, without trailing zeros.
+std::string points_figure(double points);
+// "73.4 / 100 points", or "not judged here (100 points)".
+std::string points_line(const LabResult& lab);
+// "73.4 / 200 points", or what is known when some lab was not judged here.
+std::string points_line(const Total& total);
+// A case's share: "2.22 / 2.22".
+std::string share_text(const CaseShare& share);
+
 // `grade`'s exit status (labkit/exit_status.h) after one report (`grade lab`, `grade all`):
 // 1 when anything failed, else 3 when some check could not run here, else 0; 4 on a kit fault.
 int exit_status_of(const Report& report);

@@ -1,5 +1,8 @@
 #include "report_html.h"
 
+#include "intake.h"
+#include "text.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cmath>
@@ -45,6 +48,7 @@ h3 { font-size: 16px; margin: 18px 0 8px; color: #57606a; text-transform: upperc
 .pass { background: #dafbe1; color: #1a7f37; }
 .fail { background: #ffebe9; color: #cf222e; }
 .none { background: #eaeef2; color: #57606a; }
+.part { background: #fff8c5; color: #9a6700; }
 .note { color: #57606a; }
 table { border-collapse: collapse; width: 100%; }
 td, th { text-align: left; padding: 6px 8px; border-top: 1px solid #eaeef2; vertical-align: top; }
@@ -63,7 +67,10 @@ ul.sanitizer li { margin: 4px 0; word-break: break-word; }
 svg text.label { font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 4px; }
 )";
 
-std::string badge(const CaseResult& c) {
+// A timed case that ran earns some of its points or all: "pass" only for all of them.
+std::string badge(const CaseResult& c, const CaseShare& share) {
+  if (c.passed() && c.kind == "performance" && share.score < share.max)
+    return share.score > 0 ? R"(<span class="badge part">partial</span>)" : R"(<span class="badge fail">no points</span>)";
   if (c.passed()) return R"(<span class="badge pass">pass</span>)";
   return c.ran() ? R"(<span class="badge fail">fail</span>)" : R"(<span class="badge none">not run</span>)";
 }
@@ -144,9 +151,10 @@ const PerformanceRubric* find_rubric(const std::vector<LabSpec>& labs, const Lab
   return nullptr;
 }
 
-void performance_case(std::ostringstream& out, const CaseResult& c, const PerformanceRubric* rubric) {
+void performance_case(std::ostringstream& out, const CaseResult& c, const CaseShare& share,
+                      const PerformanceRubric* rubric) {
   out << "<div class=\"perf\"><div class=\"perf-head\"><strong>" << html_escaped(c.name) << "</strong><span>"
-      << badge(c) << " " << format("%.1f / %.0f points", c.points, c.max_points) << "</span></div>";
+      << badge(c, share) << " " << share_text(share) << " points</span></div>";
   if (!c.message.empty()) out << "<p class=\"msg note\">" << html_escaped(c.message) << "</p>";
   const json& t = c.timing;
   if (t.is_object() && t.contains("student") && t.contains("reference")) {
@@ -185,13 +193,13 @@ void sanitizer_section(std::ostringstream& out, const LabResult& lab) {
 
 void lab_section(std::ostringstream& out, const LabResult& lab, const std::vector<LabSpec>& labs,
                  bool show_hidden_details) {
-  const double share = lab.max_points > 0 ? 100 * lab.points / lab.max_points : 0;
+  const double share = lab.max_points > 0 && judged_here(lab) ? 100 * lab_points(lab) / lab.max_points : 0;
   out << "<section class=\"lab\"><div class=\"lab-head\"><h2>Lab " << html_escaped(lab.id) << " "
       << html_escaped(lab.name) << ": " << html_escaped(lab.title) << "</h2><span class=\"total\">"
-      << format("%.1f / %.0f points", lab.points, lab.max_points) << "</span></div>"
+      << html_escaped(points_line(lab)) << "</span></div>"
       << "<div class=\"meter\"><div style=\"width:" << format("%.1f", share) << "%\"></div></div>"
       << "<p>status: <span class=\"badge "
-      << (lab.status == LabStatus::graded ? "pass" : lab.status == LabStatus::not_run ? "none" : "fail") << "\">"
+      << (lab.status == LabStatus::graded ? "pass" : !judged_here(lab) ? "none" : "fail") << "\">"
       << html_escaped(to_string(lab.status)) << "</span>";
   if (lab.device.is_object() && lab.device.contains("name"))
     out << " <span class=\"note\">on " << html_escaped(lab.device.value("name", std::string())) << "</span>";
@@ -208,14 +216,16 @@ void lab_section(std::ostringstream& out, const LabResult& lab, const std::vecto
   }
 
   const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
+  const std::vector<CaseShare> shares = case_shares(lab);
   out << "<h3>correctness</h3><table><tr><th>case</th><th>verdict</th><th>points</th><th>hint</th></tr>";
-  for (const CaseResult& c : lab.cases) {
+  for (std::size_t i = 0; i < lab.cases.size(); ++i) {
+    const CaseResult& c = lab.cases[i];
     if (c.kind != "correctness") continue;
     const std::string hint = in_shared_hint(shared, c.name) ? see_shared_hint
                                                             : visible_message(c, show_hidden_details);
     out << "<tr><td><code>" << html_escaped(c.name) << "</code>"
         << (c.hidden ? " <span class=\"note\">(hidden)</span>" : "")
-        << "</td><td>" << badge(c) << "</td><td class=\"num\">" << format("%.1f / %.1f", c.points, c.max_points)
+        << "</td><td>" << badge(c, shares[i]) << "</td><td class=\"num\">" << share_text(shares[i])
         << "</td><td class=\"msg\">" << html_escaped(hint) << "</td></tr>";
   }
   out << "</table>";
@@ -224,9 +234,33 @@ void lab_section(std::ostringstream& out, const LabResult& lab, const std::vecto
         << html_escaped(s.hint) << "</p>";
   sanitizer_section(out, lab);
   out << "<h3>performance</h3>";
-  for (const CaseResult& c : lab.cases)
-    if (c.kind == "performance") performance_case(out, c, find_rubric(labs, lab, c.name));
+  for (std::size_t i = 0; i < lab.cases.size(); ++i)
+    if (lab.cases[i].kind == "performance")
+      performance_case(out, lab.cases[i], shares[i], find_rubric(labs, lab, lab.cases[i].name));
   out << "</section>";
+}
+
+const LabSpec* find_spec(const std::vector<LabSpec>& labs, const LabResult& lab) {
+  for (const LabSpec& spec : labs)
+    if (spec.id == lab.id) return &spec;
+  return nullptr;
+}
+
+bool handed_in(const LabResult& lab, const std::vector<LabSpec>& labs) {
+  const LabSpec* spec = find_spec(labs, lab);
+  return !spec || !not_handed_in(lab, *spec);
+}
+
+// Labs not handed in, in one line: in a report of every lab a card each would bury the one
+// that was.
+void not_handed_in_line(std::ostringstream& out, const Report& report, const std::vector<LabSpec>& labs) {
+  std::vector<std::string> ids;
+  double max_points = 0;
+  for (const LabResult& lab : report.labs)
+    if (!handed_in(lab, labs)) ids.push_back(lab.id), max_points += lab.max_points;
+  if (ids.empty()) return;
+  out << "<p class=\"not-handed-in\">Not handed in: lab" << (ids.size() > 1 ? "s " : " ") << html_escaped(id_ranges(ids))
+      << " (0 of " << points_figure(max_points) << " points).</p>\n";
 }
 
 }  // namespace
@@ -237,9 +271,11 @@ std::string to_html(const Report& report, const std::vector<LabSpec>& labs, bool
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
       << "<title>Grade report: " << html_escaped(report.who) << "</title><style>" << style << "</style></head>\n"
       << "<body><main><h1>Grade report: " << html_escaped(report.who) << "</h1><p class=\"sub\">"
-      << html_escaped(report.mode) << " &middot; total <strong>"
-      << format("%.1f / %.0f points", report.points, report.max_points) << "</strong></p>\n";
-  for (const LabResult& lab : report.labs) lab_section(out, lab, labs, show_hidden_details);
+      << html_escaped(report.mode) << " &middot; total <strong>" << html_escaped(points_line(total_of(report)))
+      << "</strong></p>\n";
+  not_handed_in_line(out, report, labs);
+  for (const LabResult& lab : report.labs)
+    if (handed_in(lab, labs)) lab_section(out, lab, labs, show_hidden_details);
   out << "</main></body></html>\n";
   return out.str();
 }

@@ -1,9 +1,12 @@
 #include "roster.h"
 
 #include "bad_input.h"
+#include "text.h"
+#include "unicode.h"
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace grade {
@@ -85,7 +88,7 @@ Roster parse_roster(const std::string& text, const std::string& file_name) {
     const Student student{field(record, columns.folder), field(record, columns.student_id),
                           field(record, columns.name), field(record, columns.email)};
     if (student.folder.empty()) throw BadInput(where + ": no folder name");
-    if (!roster.emplace(student.folder, student).second)
+    if (!roster.emplace(composed(student.folder), student).second)
       throw BadInput(where + ": the folder " + student.folder + " is listed twice");
   }
   return roster;
@@ -101,15 +104,41 @@ Roster read_roster(const std::string& path) {
 }
 
 Student student_of(const Roster& roster, const std::string& folder) {
-  const auto found = roster.find(folder);
+  const auto found = roster.find(composed(folder));
   return found != roster.end() ? found->second : Student{folder};
 }
 
 std::vector<std::string> folders_missing_from(const Roster& roster, const std::vector<std::string>& folders) {
   std::vector<std::string> missing;
   for (const std::string& folder : folders)
-    if (!roster.count(folder)) missing.push_back(folder);
+    if (!roster.count(composed(folder))) missing.push_back(folder);
   return missing;
+}
+
+std::vector<Student> students_without_folder(const Roster& roster, const std::vector<std::string>& folders) {
+  std::set<std::string> handed_in;
+  for (const std::string& folder : folders) handed_in.insert(composed(folder));
+  std::vector<Student> missing;
+  for (const auto& [folder, student] : roster)
+    if (!handed_in.count(folder)) missing.push_back(student);
+  return missing;
+}
+
+std::vector<std::string> roster_warnings(const Roster& roster, const std::vector<std::string>& folders) {
+  if (roster.empty())
+    return {"no --roster: canvas-import.csv and gradescope-scores/ carry no student ids, and Canvas and Gradescope "
+            "match rows on them (the README's \"Taking grades to your course platform\" says how to write one)"};
+  std::vector<std::string> warnings;
+  if (const auto missing = folders_missing_from(roster, folders); !missing.empty())
+    warnings.push_back("the roster does not list " + std::to_string(missing.size()) +
+                       " submission folder(s), so the platforms' files carry no id for them: " + joined(missing, ", "));
+  std::vector<std::string> names;
+  for (const Student& student : students_without_folder(roster, folders))
+    names.push_back(student.folder + (student.name.empty() || student.name == student.folder ? "" : " (" + student.name + ")"));
+  if (!names.empty())
+    warnings.push_back(std::to_string(names.size()) + " student(s) of the roster have no submission folder, so " +
+                       "nothing of theirs was graded and the files have no row for them: " + joined(names, ", "));
+  return warnings;
 }
 
 }  // namespace grade

@@ -1,5 +1,6 @@
 #include "slurm.h"
 
+#include "bad_input.h"
 #include "labkit/fingerprint.h"
 #include "labkit/protocol.h"
 #include "process.h"
@@ -352,16 +353,28 @@ int run_task(const std::string& plan_file, const std::string& array_name, int ta
     // The GPUs are those Slurm gave this task (CUDA_VISIBLE_DEVICES): the runtime picks.
     run_lab(job, toolchain, options.grade, -1, result);
     save_result(saved_result_file(job.work_dir), fingerprint, result);
-    std::printf("%s/%s: %s, %.1f/%.0f\n", who.c_str(), lab->id.c_str(), to_string(result.status).c_str(),
-                result.points, result.max_points);
+    std::printf("%s/%s: %s, %s\n", who.c_str(), lab->id.c_str(), to_string(result.status).c_str(),
+                points_line(result).c_str());
     std::fflush(stdout);
   }
   return status;
 }
 
+namespace {
+
+constexpr const char* not_yet_note =
+    "not graded yet: no saved result for these files (its Slurm task has not run, or failed: see the task logs; "
+    "the same --slurm command submits it again)";
+constexpr const char* other_inputs_note =
+    "not graded for these inputs: its saved result was graded with another secret, --seed or options, or from "
+    "files that have changed since";
+
+}  // namespace
+
 std::vector<Report> collect(const std::vector<Submission>& submissions, const std::vector<LabSpec>& labs,
                             const Toolchain& toolchain, const BatchOptions& options) {
   std::vector<Report> reports;
+  std::size_t found = 0, for_other_inputs = 0;
   for (const Submission& s : submissions) {
     Report report{s.who, "student files"};
     for (const LabSpec& lab : labs) {
@@ -370,16 +383,27 @@ std::vector<Report> collect(const std::vector<Submission>& submissions, const st
         continue;
       }
       const LabJob job = job_for(lab, s, options);
+      const std::string saved = saved_result_file(job.work_dir);
       LabResult result;
-      if (!load_saved_result(saved_result_file(job.work_dir), result_fingerprint(job, toolchain, options.grade), result))
-        result = not_graded(lab, LabStatus::not_run,
-                            "not graded yet: no saved result for these files (its Slurm task has not run, or "
-                            "failed: see the task logs; the same --slurm command submits it again)");
+      if (load_saved_result(saved, result_fingerprint(job, toolchain, options.grade), result)) {
+        ++found;
+      } else {
+        const bool other = result_saved(saved);
+        for_other_inputs += other;
+        result = not_graded(lab, LabStatus::not_run, other ? other_inputs_note : not_yet_note);
+      }
       report.labs.push_back(result);
     }
     add_totals(report);
     reports.push_back(report);
   }
+  // Nothing saved for these inputs, yet results are there: the secret or the options differ
+  // from the batch's, and writing would replace a good gradebook with one of "not graded".
+  if (found == 0 && for_other_inputs > 0)
+    throw BadInput("none of the " + std::to_string(for_other_inputs) +
+                   " saved results of this batch was graded with this secret, --seed and options: collect with the "
+                   "batch's own (LABKIT_SECRET or --secret-file, and its --seed and --no-performance); nothing was "
+                   "written");
   return reports;
 }
 

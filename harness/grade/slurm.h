@@ -90,7 +90,9 @@ int run_task(const std::string& plan_file, const std::string& array_name, int ta
              const Toolchain& toolchain, const BatchOptions& options);
 
 // The reports from saved results only: nothing is compiled or run. A lab-submission without a
-// saved result for these inputs and options scores zero with a note saying so.
+// saved result for these inputs and options is "not run", with a note saying whether it has
+// none yet or one for other inputs (another secret, seed or options). Throws BadInput, so that
+// nothing is written, when no saved result is for these inputs but some are for others.
 std::vector<Report> collect(const std::vector<Submission>& submissions, const std::vector<LabSpec>& labs,
                             const Toolchain& toolchain, const BatchOptions& options);
 

@@ -13,4 +13,23 @@ inline std::string joined(const std::vector<std::string>& items, const std::stri
   return text;
 }
 
+// Whether lab `next` comes right after lab `id`: both numbers ("05", "06").
+inline bool follows(const std::string& id, const std::string& next) {
+  const auto is_number = [](const std::string& text) {
+    return !text.empty() && text.size() < 6 && text.find_first_not_of("0123456789") == std::string::npos;
+  };
+  return is_number(id) && is_number(next) && std::stoi(next) == std::stoi(id) + 1;
+}
+
+// Lab ids as a reader takes them in: "01, 03, 05-13", three or more labs in a row as a range.
+inline std::string id_ranges(const std::vector<std::string>& ids) {
+  std::string named;
+  for (std::size_t first = 0, last = 0; first < ids.size(); first = last + 1) {
+    for (last = first; last + 1 < ids.size() && follows(ids[last], ids[last + 1]);) ++last;
+    if (last - first < 2) last = first;
+    named += (named.empty() ? "" : ", ") + ids[first] + (last > first ? "-" + ids[last] : "");
+  }
+  return named;
+}
+
 }  // namespace grade

@@ -45,6 +45,10 @@ expect_usage "--seed" all --seed abc
 expect_usage "./grade selftest" selftest
 expect_usage "/nonexistent" all --submissions "$scratch/class" --roster /nonexistent
 expect_usage "has no \`folder\` column" all --submissions "$scratch/class" --roster "$scratch/roster-without-folders.csv"
+expect_usage "--time-limit: must be 1 or more, not -5" all --time-limit -5
+expect_usage "--jobs: must be 1 or more, not -1" all --jobs -1
+expect_usage "--shard-size: must be 1 or more, not 0" all --submissions "$scratch/class" --slurm --shard-size 0
+expect_usage "--roster goes with --submissions" lab 01 --roster "$scratch/roster-without-folders.csv"
 
 # With nothing to do, `grade` lists the labs and exits 0.
 if output="$("$grade" 2>&1)" && [[ "$output" == *"Grade one with"* ]]; then

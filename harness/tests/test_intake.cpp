@@ -7,6 +7,7 @@
 #include "grader.h"
 #include "intake.h"
 #include "labkit/rank_group.h"
+#include "slurm.h"
 
 #include <doctest/doctest.h>
 
@@ -260,6 +261,30 @@ TEST_SUITE("intake") {
     CHECK(result.points == 0);
   }
 
+  TEST_CASE("a compiler's messages name the student's files, never the grading machine's folders") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir dir("paths");
+    write(dir.path / "student" / "histogram.cu", "int x\n");
+    // A stand-in for nvcc that says what nvcc says: the path it was given of each file, and of
+    // the kit's header through -I.
+    write(dir.path / "nvcc", "#!/bin/sh\n"
+                             "for a; do case \"$a\" in\n"
+                             "  *.cu) echo \"$a(1): error: expected a ;\" ;;\n"
+                             "  -I*) echo \"In file included from ${a#-I}/histogram.h:3\" ;;\n"
+                             "esac; done\n"
+                             "exit 1\n");
+    fs::permissions(dir.path / "nvcc", fs::perms::owner_all);
+    const grade::Toolchain toolchain{kit_root.string(), (dir.path / "build").string(), (dir.path / "nvcc").string(), {}};
+    const grade::LabJob job{&lab, "alice", (dir.path / "student").string(), (dir.path / "work").string()};
+    grade::LabResult result;
+    CHECK_FALSE(grade::build_lab(job, toolchain, result));
+    CHECK(result.status == grade::LabStatus::build_failed);
+    CHECK(result.build_log.find("histogram.cu(1): error: expected a ;") != std::string::npos);
+    CHECK(result.build_log.find("In file included from labs/" + lab.dir + "/histogram.h:3") != std::string::npos);
+    CHECK(result.build_log.find(dir.path.string()) == std::string::npos);
+    CHECK(result.build_log.find(kit_root.string()) == std::string::npos);
+  }
+
   TEST_CASE("every entry of a submissions folder is a submission, folders or not") {
     TempDir dir("submissions");
     write(dir.path / "alice.zip", "PK\x03\x04");
@@ -376,6 +401,51 @@ TEST_SUITE("intake") {
     }
   }
 
+  TEST_CASE("saved results belong to the batch of one --out: a batch writing elsewhere never replaces them") {
+    TempDir dir("work-dirs");
+    const std::string build = (dir.path / "build").string();
+    const std::string reports = (dir.path / "reports").string();
+    const std::string work = grade::batch_work_dir(build, reports + "/class");
+    CHECK(work == grade::batch_work_dir(build, reports + "/class/"));
+    CHECK(work == grade::batch_work_dir(build, reports + "/other/../class"));
+    CHECK(work != grade::batch_work_dir(build, (dir.path / "elsewhere" / "class").string()));
+    CHECK(work != grade::batch_work_dir(build, reports + "/elsewhere"));
+    CHECK(fs::path(work).parent_path() == fs::path(build) / "grade" / "batch");
+    CHECK(fs::path(work).filename().string().rfind("class-", 0) == 0);
+  }
+
+  TEST_CASE("collect with another secret writes nothing; a result saved for other inputs says so") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir dir("collect");
+    write(dir.path / "class" / "alice" / "histogram.cu", "int x;\n");
+    write(dir.path / "class" / "bob" / "histogram.cu", "int y;\n");
+    const grade::Toolchain toolchain = no_compiler(dir.path / "build");
+    grade::BatchOptions batch;
+    batch.progress = false;
+    batch.work_dir = (dir.path / "work").string();
+    const auto submissions = grade::find_submissions((dir.path / "class").string());
+    auto save_for = [&](const grade::Submission& submission, const grade::BatchOptions& options) {
+      const grade::LabJob job = grade::job_for(lab, submission, options);
+      fs::create_directories(job.work_dir);
+      grade::save_result(grade::saved_result_file(job.work_dir), grade::result_fingerprint(job, toolchain, options.grade),
+                         grade::not_graded(lab, grade::LabStatus::run_failed, "the checks stopped early"));
+    };
+    grade::BatchOptions other_secret = batch;
+    other_secret.grade.seed = 42;
+
+    save_for(submissions[0], batch);
+    save_for(submissions[1], batch);
+    for (const grade::Report& report : grade::slurm::collect(submissions, {lab}, toolchain, batch))
+      CHECK(report.labs[0].status == grade::LabStatus::run_failed);
+    CHECK_THROWS_AS(grade::slurm::collect(submissions, {lab}, toolchain, other_secret), grade::BadInput);
+
+    save_for(submissions[1], other_secret);
+    const auto reports = grade::slurm::collect(submissions, {lab}, toolchain, batch);
+    CHECK(reports[0].labs[0].status == grade::LabStatus::run_failed);
+    CHECK(reports[1].labs[0].status == grade::LabStatus::not_run);
+    CHECK(reports[1].labs[0].note.find("graded with another secret, --seed or options") != std::string::npos);
+  }
+
   TEST_CASE("an empty submissions folder is the user's mistake, named") {
     TempDir dir("empty-class");
     write(dir.path / ".DS_Store", "");  // no one's submission
@@ -412,10 +482,10 @@ TEST_SUITE("intake") {
     CHECK(fs::exists(dir.path / "students" / "Jose-Nunez.json"));
     CHECK(fs::exists(dir.path / "students" / "Jose-Nunez.md"));
     CHECK(fs::exists(dir.path / "handout" / "Jose-Nunez.html"));
-    CHECK(fs::exists(dir.path / "gradescope" / "Jose-Nunez" / "results.json"));
-    CHECK(fs::exists(dir.path / "prairielearn" / "Jose-Nunez" / "results.json"));
+    CHECK(fs::exists(dir.path / "gradescope" / lab.dir / "Jose-Nunez" / "results.json"));
+    CHECK(fs::exists(dir.path / "prairielearn" / lab.dir / "Jose-Nunez" / "results.json"));
     CHECK(fs::exists(dir.path / "students" / "Smith-Bo.json"));
     CHECK(fs::exists(dir.path / "students" / "two-lines.json"));
-    CHECK(fs::exists(dir.path / "gradescope" / "Jos-Latin-1" / "results.json"));
+    CHECK(fs::exists(dir.path / "gradescope" / lab.dir / "Jos-Latin-1" / "results.json"));
   }
 }

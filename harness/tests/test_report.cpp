@@ -79,7 +79,7 @@ TEST_SUITE("report") {
     const std::string markdown = grade::to_markdown(report, false);
     const std::string lab_02 = markdown.substr(markdown.find("Lab 02"));
     CHECK(lab_02 ==
-          "Lab 02 dot-product: Dot product**: missing files, 0.0 / 100 points: student files not found (expected: "
+          "Lab 02 dot-product: Dot product**: missing files, 0 / 100 points: student files not found (expected: "
           "dot.cu): lab not graded\n");
     CHECK(count(markdown, "| case |") == 1);  // lab 01's table only
   }

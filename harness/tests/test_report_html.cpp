@@ -54,7 +54,9 @@ TEST_SUITE("report") {
         for (const auto& c : lab.cases) CHECK_MESSAGE(html.find(">" + c.name + "<") != std::string::npos, c.name);
     }
     CHECK(html.find("58.8 / 200 points") != std::string::npos);
-    CHECK(count(html, "badge pass\">pass") == 7);  // 4 correctness + 3 performance in lab 01
+    CHECK(count(html, "badge pass\">pass") == 5);  // 4 correctness + the timed case with full points in lab 01
+    // Timed, correct, and earning 7.6 of 15 and 1.2 of 15: not a green "pass".
+    CHECK(count(html, "badge part\">partial") == 2);
     CHECK(count(html, "badge fail\">fail") == 2);
     // Lab 04 did not build: one line instead of a table of five cases "not run".
     CHECK(count(html, "badge none\">not run") == 0);
