@@ -36,7 +36,7 @@ void generate_on_device(T* out, std::size_t n, const InputSpec& spec, cudaStream
     throw std::invalid_argument("generate_on_device: sorted inputs are made on the CPU (generate)");
   if (n == 0) return;
   const int blocks = current_device().sm_count * 8;
-  generate_kernel<<<blocks, 256, 0, stream>>>(out, n, element_rule<T>(spec));
+  generate_kernel<<<blocks, 256, 0, stream>>>(out, n, element_rule<T>(spec, n));
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -7,7 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 
 using labkit::Distribution;
 using labkit::InputSpec;
@@ -31,6 +33,24 @@ void check_every_distribution(double lo, double hi) {
   }
 }
 
+InputSpec all_same_with_strays(std::uint64_t seed, double lo, double hi) {
+  InputSpec spec{Distribution::all_same, seed, lo, hi};
+  spec.strays = InputSpec::max_strays;
+  return spec;
+}
+
+// all_same's strays: the same values at the same places on both sides, and there at all.
+template <class T>
+void check_strays(double lo, double hi) {
+  for (std::uint64_t seed : {1ull, 2ull, 12345ull}) {
+    CAPTURE(seed);
+    const InputSpec spec = all_same_with_strays(seed, lo, hi);
+    const std::vector<T> drawn = drawn_on_device<T>(100003, spec);
+    CHECK(drawn == labkit::generate<T>(100003, spec));
+    CHECK(std::set<T>(drawn.begin(), drawn.end()).size() > 1);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the GPU draws exactly what the CPU generator makes") {
@@ -38,6 +58,36 @@ TEST_CASE("the GPU draws exactly what the CPU generator makes") {
   check_every_distribution<std::int32_t>(-2147483648.0, 2147483647.0);
   check_every_distribution<std::uint32_t>(0, 4294967295.0);
   check_every_distribution<float>(-1, 1);
+}
+
+TEST_CASE("the GPU puts all_same's strays where the CPU generator does") {
+  check_strays<std::uint8_t>(0, 255);
+  check_strays<std::int32_t>(-2147483648.0, 2147483647.0);
+  check_strays<std::uint32_t>(0, 4294967295.0);
+  check_strays<float>(-1, 1);
+}
+
+TEST_CASE("each draw of an all_same input with strays puts them elsewhere") {
+  labkit::FreshInput<std::uint8_t> input(1 << 20, all_same_with_strays(1, 0, 255));
+  const labkit::TimedCall call = labkit::timed_call([](cudaStream_t) {}, {&input}, {});
+  // The positions of the values other than the most common one.
+  const auto strays = [&input] {
+    const std::vector<std::uint8_t> values = input.download_drawn();
+    std::vector<std::size_t> counts(256);
+    for (std::uint8_t v : values) ++counts[v];
+    const auto constant = std::uint8_t(std::max_element(counts.begin(), counts.end()) - counts.begin());
+    std::set<std::size_t> positions;
+    for (std::size_t i = 0; i < values.size(); ++i)
+      if (values[i] != constant) positions.insert(i);
+    return positions;
+  };
+  call.prepare(0);
+  const std::set<std::size_t> first = strays();
+  call.prepare(1);
+  const std::set<std::size_t> second = strays();
+  CHECK(!first.empty());
+  CHECK(first.size() <= std::size_t(InputSpec::max_strays));
+  CHECK(first != second);
 }
 
 TEST_CASE("sorted inputs are refused on the GPU") {

@@ -1,14 +1,78 @@
+#include "labkit/defences.h"
 #include "labkit/generators.h"
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <string>
 
 using labkit::Distribution;
 using labkit::generate;
 using labkit::InputSpec;
+
+namespace {
+
+// all_same with up to `strays` strays.
+InputSpec with_strays(std::uint64_t seed, double lo, double hi, int strays = InputSpec::max_strays) {
+  InputSpec spec{Distribution::all_same, seed, lo, hi};
+  spec.strays = strays;
+  return spec;
+}
+
+// The positions where `values` differ from `constant`.
+template <class T>
+std::set<std::uint64_t> positions_other_than(const std::vector<T>& values, T constant) {
+  std::set<std::uint64_t> positions;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] != constant) positions.insert(i);
+  return positions;
+}
+
+// Checks an all_same input with strays against the same seed's constant: 1 to `strays` (and
+// at most n) elements differ, exactly at the positions drawn, all within [lo, hi], the same on
+// every call. Returns those positions.
+template <class T>
+std::set<std::uint64_t> checked_strays(std::size_t n, const InputSpec& spec) {
+  InputSpec constant_spec = spec;
+  constant_spec.strays = 0;
+  const T constant = generate<T>(1, constant_spec)[0];
+  const std::vector<T> values = generate<T>(n, spec);
+  const std::set<std::uint64_t> strays = positions_other_than(values, constant);
+  CHECK(strays.size() >= 1);
+  CHECK(strays.size() <= std::min<std::size_t>(std::size_t(spec.strays), n));
+  const std::vector<std::uint64_t> drawn = labkit::detail::stray_positions(spec, n);
+  CHECK(strays == std::set<std::uint64_t>(drawn.begin(), drawn.end()));  // no stray drew the constant
+  for (T v : values) REQUIRE((double(v) >= spec.lo && double(v) <= spec.hi));
+  CHECK(generate<T>(n, spec) == values);
+  return strays;
+}
+
+// Set in the copy of this binary that a test starts with some defences off.
+constexpr const char* child_marker = "LABKIT_TEST_GENERATORS_CHILD";
+
+// Runs this binary again, only `test_case`, with `defences` switched off: the switches are read
+// once per process, so only a fresh one sees them. Returns its exit status.
+int run_self_without(const char* defences, const std::string& test_case) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv(labkit::env::disabled_defences, defences, 1);
+    setenv(child_marker, "1", 1);
+    const std::string filter = "--test-case=" + test_case;
+    execl("/proc/self/exe", "kit-tests", filter.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
 
 TEST_SUITE("generators") {
   TEST_CASE("the same seed gives the same input, another seed another input") {
@@ -55,6 +119,61 @@ TEST_SUITE("generators") {
     std::vector<int> counts(256);
     for (auto b : text) ++counts[b];
     CHECK(*std::max_element(counts.begin(), counts.end()) > 100000 / 20);
+  }
+
+  TEST_CASE("all_same with strays: 1 to `strays` other values at positions drawn from the seed") {
+    std::set<std::set<std::uint64_t>> position_sets;
+    std::set<std::size_t> counts;
+    for (std::uint64_t seed = 1; seed <= 32; ++seed) {
+      CAPTURE(seed);
+      const auto strays = checked_strays<std::uint8_t>(100003, with_strays(seed, 0, 255));
+      position_sets.insert(strays);
+      counts.insert(strays.size());
+    }
+    CHECK(position_sets.size() == 32);  // each draw, new places
+    CHECK(counts.size() > 1);           // and a new count
+  }
+
+  TEST_CASE("strays in other types and ranges, and in inputs shorter than their number") {
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+      CAPTURE(seed);
+      checked_strays<std::int32_t>(5000, with_strays(seed, -2147483648.0, 2147483647.0));
+      checked_strays<std::uint32_t>(5000, with_strays(seed, 0, 4294967295.0));
+      checked_strays<float>(5000, with_strays(seed, -1, 1));
+      checked_strays<std::uint8_t>(5000, with_strays(seed, 0, 1));  // each stray is the one other value
+      checked_strays<std::uint8_t>(3, with_strays(seed, 0, 255));
+    }
+    CHECK(generate<std::uint8_t>(0, with_strays(7, 0, 255)).empty());
+  }
+
+  TEST_CASE("without strays all_same is exactly constant") {
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+      const auto values = generate<std::uint8_t>(100003, with_strays(seed, 0, 255, 0));
+      CHECK(std::set<std::uint8_t>(values.begin(), values.end()).size() == 1);
+    }
+  }
+
+  TEST_CASE("strays are refused where they cannot mean anything") {
+    InputSpec uniform{Distribution::uniform, 1, 0, 255};
+    uniform.strays = 4;
+    CHECK_THROWS_AS(generate<int>(100, uniform), std::invalid_argument);
+    CHECK_THROWS_AS(generate<int>(100, with_strays(1, 1, 1)), std::invalid_argument);  // no other value
+    CHECK_THROWS_AS(generate<int>(100, with_strays(1, 0, 255, InputSpec::max_strays + 1)), std::invalid_argument);
+    CHECK_THROWS_AS(generate<int>(100, with_strays(1, 0, 255, -1)), std::invalid_argument);
+    CHECK_THROWS_AS(labkit::element_rule<int>(with_strays(1, 0, 255)), std::invalid_argument);  // where do they go?
+    CHECK_NOTHROW(labkit::element_rule<int>(with_strays(1, 1, 1, 0)));
+  }
+
+  TEST_CASE("with the varied-inputs defence off all_same stays constant") {
+    if (std::getenv(child_marker) != nullptr) {  // the copy started below
+      REQUIRE_FALSE(labkit::defence_enabled(labkit::Defence::varied_inputs));
+      for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+        const auto values = generate<std::uint8_t>(100003, with_strays(seed, 0, 255));
+        CHECK(std::set<std::uint8_t>(values.begin(), values.end()).size() == 1);
+      }
+      return;
+    }
+    CHECK(run_self_without("varied-inputs", "with the varied-inputs defence off all_same stays constant") == 0);
   }
 
   TEST_CASE("distribution names round-trip, and unknown names are refused") {

@@ -1,5 +1,6 @@
 // Seeded, deterministic input generators. Element i depends only on (seed, i), through
-// splitmix64, so a case regenerates bit for bit on any machine and any standard library.
+// splitmix64 (strays, below, on n too), so a case regenerates bit for bit on any machine and
+// any standard library.
 #pragma once
 
 #include <algorithm>
@@ -35,11 +36,18 @@ Distribution parse_distribution(const std::string& name);  // throws std::invali
 std::string to_string(Distribution distribution);
 
 struct InputSpec {
+  static constexpr int max_strays = 16;
+
   Distribution distribution = Distribution::uniform;
   std::uint64_t seed = 1;
   double lo = 0;
   double hi = 255;
   int distinct = 2;  // for few_distinct
+  // all_same only: up to this many elements (1 to `strays`, the count drawn from the seed) hold
+  // other values in [lo, hi], at positions drawn from the seed. For timed cases: a constant
+  // input's answer could be read off a few sampled elements, and strays at unknown places
+  // make every element count. 0 keeps the input exactly constant.
+  int strays = 0;
 };
 
 LABKIT_HOST_DEVICE inline std::uint64_t splitmix64(std::uint64_t x) {
@@ -68,6 +76,11 @@ LABKIT_HOST_DEVICE inline std::int64_t uniform_integer(std::uint64_t bits, std::
 
 // Cumulative weights of a Zipf(1) law over `count` ranks.
 std::vector<double> zipf_cdf(std::size_t count);
+
+// The distinct positions in [0, n) of an all_same input's strays (1 to spec.strays of them,
+// at most n), drawn from the seed; none when spec.strays is 0 or the varied-inputs defence is
+// off (labkit/defences.h). Throws std::invalid_argument for a spec that cannot have strays.
+std::vector<std::uint64_t> stray_positions(const InputSpec& spec, std::size_t n);
 
 template <class T>
 LABKIT_HOST_DEVICE T draw(std::uint64_t bits, double lo, double hi) {
@@ -102,6 +115,7 @@ void parallel_chunks(std::size_t n, Body body) {
 template <class T>
 struct ElementRule {
   static constexpr int max_values = 256;  // few_distinct's `distinct`, skewed's ranks
+  static constexpr int max_strays = InputSpec::max_strays;
 
   Distribution distribution = Distribution::uniform;
   std::uint64_t seed = 0;  // splitmix64 of the spec's
@@ -109,12 +123,17 @@ struct ElementRule {
   int value_count = 0;          // all_same: 1; few_distinct: distinct; skewed: ranks
   T values[max_values] = {};    // the values those pick from, fixed by the seed
   double cdf[max_values] = {};  // skewed: cumulative Zipf weights of the ranks
+  int stray_count = 0;          // all_same: elements that hold another value
+  std::uint64_t stray_positions[max_strays] = {};
+  T stray_values[max_strays] = {};
 
   LABKIT_HOST_DEVICE std::uint64_t bits(std::size_t i) const { return splitmix64(seed + 0x632BE59BD9B4E019ull * i); }
 
   LABKIT_HOST_DEVICE T operator()(std::size_t i) const {
     switch (distribution) {
       case Distribution::all_same:
+        for (int s = 0; s < stray_count; ++s)
+          if (stray_positions[s] == i) return stray_values[s];
         return values[0];
       case Distribution::few_distinct:
         return values[detail::uniform_integer(bits(i), 0, value_count - 1)];
@@ -138,9 +157,46 @@ struct ElementRule {
   }
 };
 
-// Throws std::invalid_argument for more distinct values than ElementRule holds.
+namespace detail {
+
+// `n` for an element rule made without one: enough for every spec without strays.
+constexpr std::size_t length_not_given = ~std::size_t(0);
+
+// Stray `index`'s value: in [lo, hi], drawn from the seed, and never all_same's constant,
+// or the stray would not be one. A range with no other value (lo == hi) is refused.
 template <class T>
-ElementRule<T> element_rule(const InputSpec& spec) {
+T stray_value(const ElementRule<T>& rule, int index) {
+  constexpr int attempts = 64;  // a range of two values draws the constant 64 times with odds 2^-64
+  const std::uint64_t stream = splitmix64(rule.seed ^ 0x57A7C0DEull) + std::uint64_t(index) * attempts;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    const T value = draw<T>(splitmix64(stream + std::uint64_t(attempt)), rule.lo, rule.hi);
+    if (value != rule.values[0]) return value;
+  }
+  throw std::invalid_argument("strays need a range [lo, hi] with more than one value");
+}
+
+template <class T>
+void place_strays(ElementRule<T>& rule, const InputSpec& spec, std::size_t n) {
+  if (spec.strays == 0) return;
+  if (n == length_not_given)
+    throw std::invalid_argument("an input with strays needs its length: element_rule(spec, n)");
+  if (!(spec.lo < spec.hi)) throw std::invalid_argument("strays need a range [lo, hi] with more than one value");
+  const std::vector<std::uint64_t> positions = stray_positions(spec, n);
+  rule.stray_count = int(positions.size());
+  for (int s = 0; s < rule.stray_count; ++s) {
+    rule.stray_positions[s] = positions[std::size_t(s)];
+    rule.stray_values[s] = stray_value(rule, s);
+  }
+}
+
+}  // namespace detail
+
+// The rule for an input of `n` elements (n places the strays; a spec without strays does not
+// need it). Throws std::invalid_argument for more distinct values or strays than it holds.
+template <class T>
+ElementRule<T> element_rule(const InputSpec& spec, std::size_t n = detail::length_not_given) {
+  if (spec.strays != 0 && spec.distribution != Distribution::all_same)
+    throw std::invalid_argument("strays belong to all_same inputs, not " + to_string(spec.distribution));
   ElementRule<T> rule;
   rule.distribution = spec.distribution;
   rule.seed = splitmix64(spec.seed);
@@ -150,6 +206,7 @@ ElementRule<T> element_rule(const InputSpec& spec) {
     case Distribution::all_same:
       rule.value_count = 1;
       rule.values[0] = detail::draw<T>(splitmix64(rule.seed ^ 1), spec.lo, spec.hi);
+      detail::place_strays(rule, spec, n);
       break;
     case Distribution::few_distinct:
     case Distribution::skewed: {
@@ -175,7 +232,7 @@ template <class T>
 std::vector<T> generate(std::size_t n, const InputSpec& spec) {
   static_assert(std::is_arithmetic_v<T>, "generate<T> makes numbers");
   std::vector<T> out(n);
-  const ElementRule<T> rule = element_rule<T>(spec);
+  const ElementRule<T> rule = element_rule<T>(spec, n);
   parallel_chunks(n, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) out[i] = rule(i);
   });
