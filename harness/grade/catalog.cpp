@@ -46,6 +46,7 @@ LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
     const YAML::Node rubric = YAML::LoadFile(rubric_path.string());
     LabSpec lab;
     lab.dir = dir.filename().string();
+    lab.folder = dir.string();
     lab.id = lab.dir.substr(0, lab.dir.find('-'));
     lab.name = lab.dir.substr(lab.dir.find('-') + 1);
     lab.title = rubric["title"].as<std::string>();

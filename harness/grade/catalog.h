@@ -31,6 +31,7 @@ struct LabSpec {
   std::string name;  // "histogram"
   std::string title;
   std::string dataset;                     // path to the dataset file
+  std::string folder;                      // the lab's folder in the kit: its student files are the starters
   std::vector<std::string> student_files;  // relative to the lab folder
   std::vector<std::string> forbidden;      // library names: "cub", "thrust", "cublas"
   int time_limit_seconds = 300;

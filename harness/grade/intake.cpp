@@ -1,5 +1,7 @@
 #include "intake.h"
 
+#include "labkit/fingerprint.h"
+
 #include <filesystem>
 
 #include <fcntl.h>
@@ -151,6 +153,18 @@ bool holds_any(const fs::path& dir, const std::vector<std::string>& files) {
   return false;
 }
 
+// Whether dir's copies of the lab's files are the kit's starters, byte for byte: a clone of the
+// kit keeps them in labs/NN-name/ while its owner's work may sit at the top. A file that cannot
+// be taken (a link, a pipe) is never read, and is no starter.
+bool unchanged_starter(const LabSpec& lab, const fs::path& dir) {
+  if (lab.folder.empty()) return false;
+  for (const std::string& file : lab.student_files)
+    if (!student_file_problem(dir / file, file).empty() ||
+        labkit::file_bytes((dir / file).string()) != labkit::file_bytes((fs::path(lab.folder) / file).string()))
+      return false;
+  return true;
+}
+
 }  // namespace
 
 bool holds_all(const fs::path& dir, const std::vector<std::string>& files) {
@@ -166,17 +180,20 @@ std::string find_student_dir(const LabSpec& lab, const std::string& base) {
   // A linked lab folder is returned only when no real folder holds the files, so that
   // build_lab refuses it by name instead of saying "not found"; then a real folder that holds
   // some of them, so that build_lab names the files missing there (a lab of several parts).
-  std::string linked, partial;
+  // A copy that is the kit's starter, unchanged, is taken only when no other copy is there.
+  std::string linked, partial, starter;
   for (const fs::path& relative : {fs::path("labs") / lab.dir, fs::path(lab.dir), fs::path()}) {
     const fs::path dir = fs::path(base) / relative;
     if (const fs::path link = first_symlink(base, relative); !link.empty()) {
       if (linked.empty()) linked = link.string();
     } else if (holds_all(dir, lab.student_files)) {
-      return dir.string();
+      if (!unchanged_starter(lab, dir)) return dir.string();
+      if (starter.empty()) starter = dir.string();
     } else if (partial.empty() && holds_any(dir, lab.student_files)) {
       partial = dir.string();
     }
   }
+  if (!starter.empty()) return starter;
   return linked.empty() ? partial : linked;
 }
 
@@ -186,7 +203,8 @@ std::string copies_left_out(const LabSpec& lab, const std::string& base, const s
     const fs::path dir = fs::path(base) / relative;
     if (dir.string() == chosen || !first_symlink(base, relative).empty() || !holds_all(dir, lab.student_files))
       continue;
-    left_out += (left_out.empty() ? "" : " and ") + ("the copy in " + (relative.empty() ? "the top folder" : relative.string() + "/"));
+    left_out += (left_out.empty() ? "" : " and ") + ("the copy in " + (relative.empty() ? "the top folder" : relative.string() + "/")) +
+                (unchanged_starter(lab, dir) ? " (the kit's starter, unchanged)" : "");
   }
   if (left_out.empty()) return "";
   const fs::path graded = fs::relative(chosen, base);

@@ -38,12 +38,15 @@ std::filesystem::path first_symlink(const std::filesystem::path& base, const std
 bool holds_all(const std::filesystem::path& dir, const std::vector<std::string>& files);
 
 // Where a lab's student files are: `base/labs/NN-name/`, `base/NN-name/` or `base/` itself
-// (a clone of the kit, or the files alone). Empty when none holds them all. Never through a
+// (a clone of the kit, or the files alone), the first that holds them all, passing over a copy
+// that is the kit's starter unchanged while another is there (a clone with the work at the
+// top). Empty when none holds them all. Never through a
 // symbolic link below base: a linked lab folder comes back as the link, which build_lab refuses.
 std::string find_student_dir(const LabSpec& lab, const std::string& base);
 
 // When more than one of those places holds all of a lab's student files, the copies left out
-// beside `chosen` (find_student_dir's pick), as a note for the student; empty with one copy.
+// beside `chosen` (find_student_dir's pick), as a note for the student, naming a copy that is
+// the kit's starter unchanged; empty with one copy.
 std::string copies_left_out(const LabSpec& lab, const std::string& base, const std::string& chosen);
 
 // The note of a lab for which no place holds the student files: it was not handed in.

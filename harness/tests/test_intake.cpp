@@ -163,6 +163,23 @@ TEST_SUITE("intake") {
           "the copy in the top folder");
   }
 
+  TEST_CASE("a clone of the kit with the work at the top: the starter left in labs/ is not graded") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir base("stale-clone");
+    const std::string root = base.path.string();
+    fs::create_directories(base.path / "labs" / lab.dir);
+    fs::copy_file(kit_root / "labs" / lab.dir / "histogram.cu", base.path / "labs" / lab.dir / "histogram.cu");
+    write(base.path / "histogram.cu", "// the student's work\n");
+    const std::string chosen = grade::find_student_dir(lab, root);
+    CHECK(fs::path(chosen) == base.path / "");
+    CHECK(grade::copies_left_out(lab, root, chosen) ==
+          "your submission holds more than one copy of histogram.cu: graded the one in the top folder, left out the "
+          "copy in labs/01-histogram/ (the kit's starter, unchanged)");
+    // The starter alone is what was handed in: it is graded.
+    fs::remove(base.path / "histogram.cu");
+    CHECK(grade::find_student_dir(lab, root) == (base.path / "labs" / lab.dir).string());
+  }
+
   TEST_CASE("a lab folder is found without looking through links") {
     const grade::LabSpec& lab = histogram_lab();
     TempDir base("find");
