@@ -65,6 +65,15 @@ svg text { font: 12px system-ui, "DejaVu Sans", sans-serif; fill: #1f2328; }
 svg text.dim { fill: #57606a; }
 ul.sanitizer li { margin: 4px 0; word-break: break-word; }
 svg text.label { font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 4px; }
+svg { max-width: 100%; height: auto; }
+.table-wrap { overflow-x: auto; }
+@media (max-width: 600px) {
+  main { padding: 10px; }
+  .lab { padding: 12px; }
+  .lab-head { flex-wrap: wrap; }
+  td, th { padding: 4px; }
+  td code { white-space: normal; word-break: break-all; }
+}
 )";
 
 // A timed case that ran earns some of its points or all: "pass" only for all of them.
@@ -83,11 +92,22 @@ struct Bar {
   std::string value_text;
 };
 
+// An SVG that scales down to a narrow screen instead of being cut: its size as a viewBox too.
+std::string svg_open(double width, double height, const std::string& label) {
+  return format("<svg width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\"", width, height, width, height) +
+         " role=\"img\" aria-label=\"" + html_escaped(label) + "\">";
+}
+
 std::string svg_bars(const std::vector<Bar>& bars, double axis_max, const std::string& title) {
-  const int label_width = 80, bar_width = 220, row = 26, width = label_width + bar_width + 120;
+  // Room right of the longest bar for the longest value ("80.1% (2411 GB/s)"), at about 7 px a
+  // character of the 12 px font: a value never runs past the plot's edge.
+  std::size_t longest_value = 0;
+  for (const Bar& bar : bars) longest_value = std::max(longest_value, bar.value_text.size());
+  const double label_width = 80, bar_width = 220, row = 26;
+  const double width = label_width + bar_width + std::max(60.0, 7.5 * double(longest_value) + 12);
   std::ostringstream out;
-  out << "<div><div class=\"plot-title\">" << html_escaped(title) << "</div><svg width=\"" << width
-      << "\" height=\"" << bars.size() * row + 4 << "\" role=\"img\" aria-label=\"" << html_escaped(title) << "\">";
+  out << "<div><div class=\"plot-title\">" << html_escaped(title) << "</div>"
+      << svg_open(width, double(bars.size()) * row + 4, title);
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const double length = axis_max > 0 ? std::clamp(bars[i].value / axis_max, 0.0, 1.0) * bar_width : 0;
     const double y = double(i) * row + 4;
@@ -110,8 +130,8 @@ std::string svg_points_curve(const PerformanceRubric& rubric, double ratio, doub
   auto x = [&](double r) { return format("%.1f", left + std::min(r, x_max) / x_max * plot_w); };
   auto y = [&](double p) { return format("%.1f", top + plot_h - p / y_max * plot_h); };
   std::ostringstream out;
-  out << "<div><div class=\"plot-title\">points curve: ratio = reference time / your time</div><svg width=\""
-      << width << "\" height=\"" << height << "\" role=\"img\" aria-label=\"points curve\">"
+  out << "<div><div class=\"plot-title\">points curve: ratio = reference time / your time</div>"
+      << svg_open(width, height, "points curve")
       << "<line x1=\"" << left << "\" y1=\"" << y(0) << "\" x2=\"" << left + plot_w << "\" y2=\"" << y(0)
       << "\" stroke=\"#d0d7de\"/><line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\""
       << y(0) << "\" stroke=\"#d0d7de\"/>"
@@ -138,7 +158,7 @@ std::string svg_points_curve(const PerformanceRubric& rubric, double ratio, doub
         << "stroke=\"#fff\" stroke-width=\"2\"/><text class=\"label\" x=\"" << x(ratio) << "\" y=\"" << y(points)
         << "\" dy=\"" << (points > 0.6 * y_max ? 20 : -10) << "\" text-anchor=\""
         << (ratio > 0.6 * x_max ? "end" : "start") << "\">you: ratio " << format("%.2f", ratio) << ", "
-        << format("%.1f points", points) << "</text>";
+        << points_figure(points) << " points</text>";
   out << "</svg></div>";
   return out.str();
 }
@@ -217,7 +237,8 @@ void lab_section(std::ostringstream& out, const LabResult& lab, const std::vecto
 
   const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
   const std::vector<CaseShare> shares = case_shares(lab);
-  out << "<h3>correctness</h3><table><tr><th>case</th><th>verdict</th><th>points</th><th>hint</th></tr>";
+  out << "<h3>correctness</h3><div class=\"table-wrap\"><table><tr><th>case</th><th>verdict</th><th>points</th>"
+      << "<th>hint</th></tr>";
   for (std::size_t i = 0; i < lab.cases.size(); ++i) {
     const CaseResult& c = lab.cases[i];
     if (c.kind != "correctness") continue;
@@ -228,7 +249,7 @@ void lab_section(std::ostringstream& out, const LabResult& lab, const std::vecto
         << "</td><td>" << badge(c, shares[i]) << "</td><td class=\"num\">" << share_text(shares[i])
         << "</td><td class=\"msg\">" << html_escaped(hint) << "</td></tr>";
   }
-  out << "</table>";
+  out << "</table></div>";
   for (const SharedHint& s : shared)
     out << "<p class=\"msg shared-hint\">The same hint for cases " << html_escaped(case_list(s)) << ": "
         << html_escaped(s.hint) << "</p>";

@@ -4,7 +4,11 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -22,6 +26,23 @@ std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
+}
+
+// The value of attribute `name` in the tag that starts at `at`.
+std::string attribute(const std::string& html, std::size_t at, const std::string& name) {
+  const std::size_t start = html.find(" " + name + "=\"", at) + name.size() + 3;
+  return html.substr(start, html.find('"', start) - start);
+}
+
+// An SVG polyline's "x,y x,y ..." as points.
+std::vector<std::pair<double, double>> polyline(const std::string& points) {
+  std::vector<std::pair<double, double>> line;
+  std::istringstream in(points);
+  for (std::string point; in >> point;) {
+    const std::size_t comma = point.find(',');
+    line.push_back({std::stod(point.substr(0, comma)), std::stod(point.substr(comma + 1))});
+  }
+  return line;
 }
 
 }  // namespace
@@ -53,7 +74,7 @@ TEST_SUITE("report") {
       if (lab.status == grade::LabStatus::graded)
         for (const auto& c : lab.cases) CHECK_MESSAGE(html.find(">" + c.name + "<") != std::string::npos, c.name);
     }
-    CHECK(html.find("58.8 / 200 points") != std::string::npos);
+    CHECK(html.find("69.31 / 200 points") != std::string::npos);
     CHECK(count(html, "badge pass\">pass") == 5);  // 4 correctness + the timed case with full points in lab 01
     // Timed, correct, and earning 7.6 of 15 and 1.2 of 15: not a green "pass".
     CHECK(count(html, "badge part\">partial") == 2);
@@ -72,9 +93,48 @@ TEST_SUITE("report") {
     CHECK(count(html, "library: <code>CUB</code>") == 2);
     CHECK(count(html, "<polyline class=\"curve\"") == 3);
     CHECK(count(html, "<circle class=\"you\"") == 3);
-    CHECK(html.find("you: ratio 0.42, 7.6 points") != std::string::npos);
+    CHECK(html.find("you: ratio 0.42, 12.38 points") != std::string::npos);
     CHECK(html.find(">0.80</text>") != std::string::npos);  // lab 01's full_credit_ratio, from lab.yaml
     CHECK(html.find("% of measured read bandwidth (3010 GB/s)") != std::string::npos);
+  }
+
+  TEST_CASE("each student's dot sits on the drawn points curve") {
+    const std::string html =
+        grade::to_html(fixture_report(), grade::load_catalog(LABKIT_TEST_SOURCE_ROOT), true);
+    std::size_t dots = 0;
+    for (std::size_t at = html.find("<polyline class=\"curve\""); at != std::string::npos;
+         at = html.find("<polyline class=\"curve\"", at + 1)) {
+      const std::vector<std::pair<double, double>> line = polyline(attribute(html, at, "points"));
+      const std::size_t dot = html.find("<circle class=\"you\"", at);
+      REQUIRE(dot != std::string::npos);
+      const double x = std::stod(attribute(html, dot, "cx")), y = std::stod(attribute(html, dot, "cy"));
+      for (std::size_t i = 1; i < line.size(); ++i)
+        if (line[i - 1].first <= x && x <= line[i].first && line[i].first > line[i - 1].first) {
+          const double on_line = line[i - 1].second + (line[i].second - line[i - 1].second) * (x - line[i - 1].first) /
+                                                          (line[i].first - line[i - 1].first);
+          CHECK_MESSAGE(std::abs(on_line - y) < 2, "the dot at x " << x << " is at y " << y << ", the curve at " << on_line);
+          ++dots;
+          break;
+        }
+    }
+    CHECK(dots == 3);
+  }
+
+  TEST_CASE("a bar's value stays inside its plot, whatever its length") {
+    const std::string html =
+        grade::to_html(fixture_report(), grade::load_catalog(LABKIT_TEST_SOURCE_ROOT), true);
+    std::size_t values = 0;
+    for (std::size_t at = html.find("<rect class=\"bar\""); at != std::string::npos;
+         at = html.find("<rect class=\"bar\"", at + 1)) {
+      const double width = std::stod(attribute(html, html.rfind("<svg ", at), "width"));
+      const std::size_t text = html.find("<text class=\"dim\"", at);
+      const std::size_t from = html.find('>', text) + 1;
+      const std::string value = html.substr(from, html.find('<', from) - from);
+      // 12 px text: 7.5 px a character in DejaVu Sans, the widest of the report's fonts.
+      CHECK_MESSAGE(std::stod(attribute(html, text, "x")) + 7.5 * double(value.size()) <= width, value);
+      ++values;
+    }
+    CHECK(values == 3 * 4 + 2);
   }
 
   TEST_CASE("the library's bar is drawn only where the runner's record has a library time") {
