@@ -24,7 +24,7 @@ std::size_t parse_size(const std::string& text) {
   throw std::invalid_argument("cannot read size '" + text + "' (write 1000, 2^26, 100Mi or 1Gi)");
 }
 
-const std::set<std::string> core_keys = {"name", "n", "distribution", "seed", "lo", "hi", "distinct", "hidden"};
+const std::set<std::string> core_keys = {"name", "n", "distribution", "seed", "lo", "hi", "distinct", "strays", "hidden"};
 
 Case read_case(const YAML::Node& node, const YAML::Node& defaults, const std::string& kind,
                std::uint64_t run_seed) {
@@ -39,6 +39,7 @@ Case read_case(const YAML::Node& node, const YAML::Node& defaults, const std::st
   if (field("lo")) c.input.lo = field("lo").as<double>();
   if (field("hi")) c.input.hi = field("hi").as<double>();
   if (field("distinct")) c.input.distinct = field("distinct").as<int>();
+  if (field("strays")) c.input.strays = field("strays").as<int>();
   for (const YAML::Node* source : {&defaults, &node})
     for (const auto& entry : *source) {
       const auto key = entry.first.as<std::string>();
