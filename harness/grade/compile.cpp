@@ -12,6 +12,8 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
+#include <sstream>
 
 namespace fs = std::filesystem;
 
@@ -82,6 +84,36 @@ std::string without_grader_paths(std::string log, const Toolchain& tc, const fs:
   return log;
 }
 
+// The functions of C linkage a module exports (nm -D): what the runner looks up by name. The
+// compiler's own (`__cudaRegisterLinkedBinary...`) are left out. Empty when nm cannot read it.
+std::set<std::string> exported_functions(const fs::path& module, const fs::path& lab_work) {
+  const ChildRequest request{{"nm", "-D", "--defined-only", module.string()}, {}, {protocol::env::secret},
+                             (lab_work / "nm.log").string(), {}, false, {}};
+  const ChildOutcome outcome = run_child(request, {60, 60});
+  std::set<std::string> names;
+  if (outcome.exit_code != 0) return names;
+  std::istringstream lines(outcome.output_tail);
+  for (std::string address, type, name; lines >> address >> type >> name;)
+    if (type == "T" && name.rfind("_Z", 0) != 0 && name.rfind("__", 0) != 0) names.insert(name);
+  return names;
+}
+
+// The lab's functions, the reference solution's module's exports, that the student's module
+// lacks: "histogram" (or "dot and argmax"). Empty when it has them all, or when this build has
+// no reference module to compare with.
+std::string missing_functions(const LabSpec& lab, const ModuleSources& module, const Toolchain& tc,
+                              const fs::path& lab_work) {
+  const std::string suffix = module.output.substr(std::string("module").size());  // ".so", "-mpi.so"
+  const fs::path reference = fs::path(tc.build_root) / "labs" / ("lab-" + lab.dir + "-solution" + suffix);
+  if (!fs::exists(reference)) return {};
+  const std::set<std::string> expected = exported_functions(reference, lab_work);
+  const std::set<std::string> found = exported_functions(lab_work / module.output, lab_work);
+  std::vector<std::string> missing;
+  for (const std::string& name : expected)
+    if (!found.count(name)) missing.push_back(name);
+  return joined(missing, " and ");
+}
+
 // Compiles staged files into a module the runner (or a program it starts) loads.
 bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolchain& tc, const fs::path& lab_work,
                   std::string& log) {
@@ -92,6 +124,9 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolcha
   argv.push_back("-I" + (fs::path(tc.source_root) / "labs" / lab.dir).string());
   for (const std::string& file : module.files) argv.push_back((staged / file).string());
   for (const std::string& library : module.libraries) argv.push_back("-l" + library);
+  // A function declared and never defined fails here, not only once a GPU loads the module.
+  // Not for `modules:`: their programs provide libraries (NCCL) when they load them.
+  if (module.output == "module.so") argv.insert(argv.end(), {"-Xlinker", "--no-undefined"});
   argv.insert(argv.end(), {"-o", (lab_work / module.output).string()});
 
   const std::string log_name = module.output == "module.so" ? "build.log" : "build-" + module.output + ".log";
@@ -99,7 +134,13 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolcha
   const ChildOutcome outcome = run_child(request, {build_time_limit_seconds, 2 * build_time_limit_seconds});
   log = without_grader_paths(tail(outcome.output_tail, build_log_shown_bytes), tc, lab_work);
   if (outcome.timed_out) log = "the compiler " + outcome.describe() + "\n" + log;
-  return outcome.exit_code == 0 && !outcome.timed_out;
+  if (outcome.exit_code != 0 || outcome.timed_out) return false;
+  if (const std::string missing = missing_functions(lab, module, tc, lab_work); !missing.empty()) {
+    log = "your files compiled, but do not define " + missing +
+          ", which the lab's header declares: a function renamed, never written, or an empty file?\n";
+    return false;
+  }
+  return true;
 }
 
 // The lab's own module must compile, or nothing is graded: false, with the compiler's
@@ -118,9 +159,9 @@ bool build_modules(const LabSpec& lab, const std::string& student_dir, const Too
     std::string messages;
     if (build_module(lab, *module, tc, lab_work, messages)) continue;
     fs::remove(lab_work / module->output, ignored);
-    const std::string why = joined(module->files, ", ") + " did not compile";
-    std::ofstream(failed_marker(lab_work, *module)) << why;
-    log += why + " (its cases are not run; the rest of the lab is graded):\n" + messages;
+    const std::string files = joined(module->files, ", ");
+    std::ofstream(failed_marker(lab_work, *module)) << files + " did not compile";
+    log += files + part_not_compiled + ":\n" + messages;
   }
   return true;
 }
@@ -149,21 +190,39 @@ const std::vector<LibrarySigns>& library_signs() {
 
 // The first forbidden library a module's rubric names that the submission uses, with where
 // it was seen; empty when none.
-std::string forbidden_use(const ModuleSources& module, const fs::path& lab_work) {
-  auto forbidden = [&](const LibrarySigns& library) {
-    return std::find(module.forbidden.begin(), module.forbidden.end(), library.name) != module.forbidden.end();
-  };
-  // Includes first: they name the library the student chose (Thrust's code contains CUB's).
+bool forbids(const ModuleSources& module, const LibrarySigns& library) {
+  return std::find(module.forbidden.begin(), module.forbidden.end(), library.name) != module.forbidden.end();
+}
+
+// A forbidden library the module's staged sources include: it names the library the student
+// chose (Thrust's code contains CUB's).
+std::string forbidden_include(const ModuleSources& module, const fs::path& lab_work) {
   for (const LibrarySigns& library : library_signs())
     for (const std::string& file : module.files)
-      if (forbidden(library) && std::regex_search(labkit::file_bytes((lab_work / "src" / file).string()), library.include))
+      if (forbids(module, library) &&
+          std::regex_search(labkit::file_bytes((lab_work / "src" / file).string()), library.include))
         return std::string(library.name) + ", included in " + file;
+  return {};
+}
+
+std::string forbidden_use(const ModuleSources& module, const fs::path& lab_work) {
+  if (const std::string found = forbidden_include(module, lab_work); !found.empty()) return found;
   const std::string compiled = labkit::file_bytes((lab_work / module.output).string());
   for (const LibrarySigns& library : library_signs())
     for (const std::string& sign : library.in_module)
-      if (forbidden(library) && compiled.find(sign) != std::string::npos)
+      if (forbids(module, library) && compiled.find(sign) != std::string::npos)
         return std::string(library.name) + ", seen in the compiled code (" + sign + ")";
   return {};
+}
+
+std::string forbidden_note(const std::string& found) {
+  return "uses a forbidden library, " + found + "; this lab teaches that kernel, so write it yourself";
+}
+
+// Where the lab's own module did not build: a forbidden library it includes says more than
+// the link error it may have caused (cublasSgemm, never linked).
+std::string forbidden_include(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work) {
+  return forbidden_include(modules_to_build(lab, tc, lab_work).front(), lab_work);
 }
 
 std::string forbidden_use(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work) {
@@ -215,11 +274,16 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
     result.status = LabStatus::missing_files;
     result.note = refused + " (lab not graded)";
   } else if (!build_modules(lab, job.student_dir, toolchain, job.work_dir, result.build_log)) {
-    result.status = LabStatus::build_failed;
-    result.note = "your files did not compile; the compiler's messages are below";
+    if (const std::string found = forbidden_include(lab, toolchain, job.work_dir); !found.empty()) {
+      result.status = LabStatus::forbidden;
+      result.note = forbidden_note(found);
+    } else {
+      result.status = LabStatus::build_failed;
+      result.note = "your files did not build: the messages below say why";
+    }
   } else if (const std::string found = forbidden_use(lab, toolchain, job.work_dir); !found.empty()) {
     result.status = LabStatus::forbidden;
-    result.note = "uses a forbidden library, " + found + "; this lab teaches that kernel, so write it yourself";
+    result.note = forbidden_note(found);
   }
   if (!job.copies_note.empty()) result.build_log = "note: " + job.copies_note + "\n" + result.build_log;
   if (result.status == LabStatus::graded) {

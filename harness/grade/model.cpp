@@ -200,6 +200,8 @@ std::string json_text(const json& value, int indent) {
 
 namespace exit_status = labkit::protocol::exit_status;
 
+bool part_did_not_compile(const LabResult& lab) { return lab.build_log.find(part_not_compiled) != std::string::npos; }
+
 // A case that could not run (a lab on a machine without a GPU, a case that needs MPI) is not a
 // failure: with nothing failed, it makes the status "not run".
 int exit_status_of(const Report& report) {
@@ -207,6 +209,7 @@ int exit_status_of(const Report& report) {
     if (lab.status == LabStatus::kit_fault) return exit_status::kit_fault;
   bool not_run = false;
   for (const LabResult& lab : report.labs) {
+    if (part_did_not_compile(lab)) return exit_status::failed;
     if (lab.status == LabStatus::not_run) {
       not_run = true;
       continue;

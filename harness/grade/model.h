@@ -181,8 +181,15 @@ std::string points_line(const Total& total);
 // A case's share: "2.22 / 2.22".
 std::string share_text(const CaseShare& share);
 
+// What a lab's build log says of one of its `modules:` that did not compile ("mpi_allreduce.cu
+// did not compile (its cases are not run; ...)"): the lab is graded without that part's cases,
+// and the build error is the student's failure all the same.
+inline constexpr const char* part_not_compiled = " did not compile (its cases are not run; the rest of the lab is graded)";
+bool part_did_not_compile(const LabResult& lab);
+
 // `grade`'s exit status (labkit/exit_status.h) after one report (`grade lab`, `grade all`):
-// 1 when anything failed, else 3 when some check could not run here, else 0; 4 on a kit fault.
+// 1 when anything failed (a part of a lab that did not compile too, with or without a GPU),
+// else 3 when some check could not run here, else 0; 4 on a kit fault.
 int exit_status_of(const Report& report);
 // A batch's (--submissions): every lab-submission graded is 0, whatever the students' scores;
 // 3 when some could not run here (no GPU, too few GPUs); 4 when the kit failed on some.

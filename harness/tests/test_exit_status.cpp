@@ -42,6 +42,13 @@ TEST_SUITE("exit status") {
           exit_status::failed);
     CHECK(grade::exit_status_of(report_of({lab_with(grade::LabStatus::not_run, grade::Outcome::not_run)})) ==
           exit_status::not_run);
+    // A part of a lab that did not compile (lab 13's mpi_allreduce.cu) is a build error, found
+    // with or without a GPU, like the lab's own.
+    for (const grade::LabStatus status : {grade::LabStatus::graded, grade::LabStatus::not_run}) {
+      grade::LabResult part_broken = lab_with(status, grade::Outcome::not_run);
+      part_broken.build_log = std::string("mpi_allreduce.cu") + grade::part_not_compiled + ":\nmpi_allreduce.cu(1): error";
+      CHECK(grade::exit_status_of(report_of({part_broken})) == exit_status::failed);
+    }
     // A failure outweighs what could not run; a kit fault outweighs everything.
     CHECK(grade::exit_status_of(report_of({lab_with(grade::LabStatus::not_run, grade::Outcome::not_run),
                                            lab_with(grade::LabStatus::graded, grade::Outcome::failed)})) ==

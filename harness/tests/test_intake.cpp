@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -300,6 +301,50 @@ TEST_SUITE("intake") {
     CHECK(result.build_log.find("In file included from labs/" + lab.dir + "/histogram.h:3") != std::string::npos);
     CHECK(result.build_log.find(dir.path.string()) == std::string::npos);
     CHECK(result.build_log.find(kit_root.string()) == std::string::npos);
+  }
+
+  TEST_CASE("a module that compiles but lacks the lab's function, or calls one never defined, fails its build") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir dir("undefined");
+    // The host's C++ compiler stands in for nvcc: real shared objects for nm and the linker.
+    write(dir.path / "nvcc", "#!/bin/sh\n"
+                             "out=; files=; strict=\n"
+                             "while [ $# -gt 0 ]; do case \"$1\" in\n"
+                             "  -o) out=\"$2\"; shift ;;\n"
+                             "  *.cu) files=\"$files $1\" ;;\n"
+                             "  --no-undefined) strict=-Wl,--no-undefined ;;\n"
+                             "esac; shift; done\n"
+                             "exec c++ -shared -fPIC -x c++ $files $strict -o \"$out\"\n");
+    fs::permissions(dir.path / "nvcc", fs::perms::owner_all);
+    write(dir.path / "reference.cu", "extern \"C\" void histogram() {}\n");
+    fs::create_directories(dir.path / "build" / "labs");
+    REQUIRE(std::system(("c++ -shared -fPIC -x c++ " + (dir.path / "reference.cu").string() + " -o " +
+                         (dir.path / "build" / "labs" / ("lab-" + lab.dir + "-solution.so")).string())
+                            .c_str()) == 0);
+    const grade::Toolchain toolchain{kit_root.string(), (dir.path / "build").string(), (dir.path / "nvcc").string(), {}};
+    auto build = [&](const std::string& text) {
+      write(dir.path / "student" / "histogram.cu", text);
+      const grade::LabJob job{&lab, "alice", (dir.path / "student").string(), (dir.path / "work").string()};
+      grade::LabResult result;
+      grade::build_lab(job, toolchain, result);
+      return result;
+    };
+
+    CHECK(build("extern \"C\" void histogram() {}\n").status == grade::LabStatus::graded);
+    for (const std::string text : {"extern \"C\" void histogram_v2() {}\n", ""}) {
+      const grade::LabResult renamed_or_empty = build(text);
+      CHECK(renamed_or_empty.status == grade::LabStatus::build_failed);
+      CHECK(renamed_or_empty.build_log.find("your files compiled, but do not define histogram, which the lab's "
+                                            "header declares") == 0);
+    }
+    const grade::LabResult helper = build("int helper(int);\nextern \"C\" void histogram() { helper(1); }\n");
+    CHECK(helper.status == grade::LabStatus::build_failed);
+    CHECK(helper.build_log.find("undefined reference to `helper(int)'") != std::string::npos);
+    // A forbidden library's call that never links is the library's use, not a build error.
+    const grade::LabResult library = build("#include <cub/cub.cuh>\nint cub_call();\n"
+                                           "extern \"C\" void histogram() { cub_call(); }\n");
+    CHECK(library.status == grade::LabStatus::forbidden);
+    CHECK(library.note.find("uses a forbidden library, cub, included in histogram.cu") == 0);
   }
 
   TEST_CASE("every entry of a submissions folder is a submission, folders or not") {
