@@ -293,7 +293,7 @@ void define_command_line(CLI::App& app, CommandLine& line) {
   // Flags may come before or after the verb: `grade lab 01 --solution` works too.
   for (CLI::App* verb : {line.lab, line.all, line.export_case_command, line.profile, line.calibrate, line.collect,
                          line.slurm_task})
-    verb->fallthrough()->footer("Every option (./grade --help lists them) goes before or after the verb.");
+    verb->fallthrough()->footer("The options below go before or after the verb.");
 }
 
 // The labs named (each once: `lab 01 1 histogram` is lab 01), or every lab.
@@ -509,7 +509,11 @@ int main(int argc, char** argv) {
   define_command_line(app, line);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {  // --help is one too, and exits 0
+  } catch (const CLI::CallForHelp&) {  // a verb's options are the app's: its help ends with them all
+    for (const CLI::App* verb : app.get_subcommands()) std::cout << verb->help() << "\n";
+    std::cout << app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
+    return exit_all_passed;
+  } catch (const CLI::ParseError& error) {
     const int printed = app.exit(error);
     return printed == 0 ? exit_all_passed : exit_usage;
   }

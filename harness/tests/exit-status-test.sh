@@ -58,6 +58,24 @@ else
   failures=$((failures + 1))
 fi
 
+# A verb's --help lists every option it takes (they are the app's), and exits 0; selftest's is
+# the launcher's own, not Meson's.
+for verb in lab all collect; do
+  if output="$("$grade" $verb --help 2>&1)" && [[ "$output" == *"--submissions"* && "$output" == *"--roster"* ]]; then
+    echo "ok   grade $verb --help: exit 0, every option"
+  else
+    echo "FAIL grade $verb --help: exit $?, expected 0 and every option: $output"
+    failures=$((failures + 1))
+  fi
+done
+launcher="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/grade"
+if output="$("$launcher" selftest --help 2>&1)" && [[ "$output" == "usage: ./grade selftest"* ]]; then
+  echo "ok   ./grade selftest --help: the launcher's usage"
+else
+  echo "FAIL ./grade selftest --help: exit $?, expected 0 and the launcher's usage: $output"
+  failures=$((failures + 1))
+fi
+
 # A roster kept in the class folder is not graded as a student's submission.
 mkdir -p "$scratch/roster-class/bob"
 printf 'folder,student_id,name,email\nbob,1002,Bob,bob@example.edu\n' >"$scratch/roster-class/roster.csv"
