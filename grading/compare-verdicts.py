@@ -26,7 +26,9 @@ def verdicts(folder):
         report = json.loads(path.read_text())
         for lab in report["labs"]:
             key = (path.stem, lab["id"])
-            found[key + ("status",)] = (lab["status"], round(lab["points"], 1))
+            # A lab not judged here has no points (null), never a 0.
+            points = lab["points"]
+            found[key + ("status",)] = (lab["status"], None if points is None else round(points, 1))
             for case in lab["cases"]:
                 found[key + (case["name"],)] = band(case)
     return found
@@ -39,7 +41,8 @@ def main(first, second):
     b = {k: v for k, v in b.items() if k in a}
     flips = [key for key in sorted(a) if key[2] != "status" and a[key] != b[key]]
     status_flips = [key for key in a if key[2] == "status" and a[key][0] != b.get(key, (None,))[0]]
-    largest = max((abs(a[k][1] - b[k][1]) for k in a if k[2] == "status" and k in b), default=0.0)
+    largest = max((abs(a[k][1] - b[k][1]) for k in a
+                   if k[2] == "status" and k in b and a[k][1] is not None and b[k][1] is not None), default=0.0)
     for key in flips + status_flips:
         print("flip:", "/".join(key), a.get(key), "->", b.get(key))
     print(f"verdicts compared: {len(a)} (graded in one pass only: {len(only_one)}); "
