@@ -121,4 +121,16 @@ TEST_SUITE("expected verdicts") {
     std::vector<std::string> problems;
     CHECK_THROWS_AS(grade::group_by_undefended({{"typo", (base / "typo").string(), ""}}, problems), grade::BadInput);
   }
+
+  TEST_CASE("every timing entry of the red team is an honest twin or names what its attack defeats") {
+    const fs::path corpus = fs::path(LABKIT_TEST_SOURCE_ROOT) / "grading" / "redteam" / "timing";
+    std::vector<grade::Submission> entries;
+    for (const auto& entry : fs::directory_iterator(corpus))
+      if (entry.is_directory()) entries.push_back({entry.path().filename().string(), entry.path().string(), ""});
+    std::vector<std::string> problems;
+    const auto groups = grade::group_by_undefended(entries, problems);
+    for (const std::string& problem : problems) MESSAGE(problem);
+    CHECK(problems.empty());
+    CHECK(groups.size() >= 5);
+  }
 }
