@@ -530,12 +530,21 @@ void load_state(const RunnerArguments& args) {
   }
 }
 
+// A case's expected output, which every lab's checks export last, under a name that starts
+// "expected" (labkit::export_array): once it is written, nothing the case exports is missing.
+bool expected_output_written(const std::vector<std::string>& exported) {
+  return std::any_of(exported.begin(), exported.end(), [](const std::string& path) {
+    return std::filesystem::path(path).filename().string().rfind("expected", 0) == 0;
+  });
+}
+
 // `grade export` where the lab cannot run: the arrays the checks draw on the CPU, no
-// submission process. Exits not_run (some of what was asked could not be done here) when
-// something was written, skipped (this machine cannot run the checks) when nothing was.
+// submission process. Exits ok when the case's arrays were all written (its expected output
+// too), not_run (some of what was asked could not be done here) when only some were,
+// skipped (this machine cannot run the checks) when none was.
 int export_inputs_only(RunnerArguments args, doctest::Context& context, const std::string& reason) {
   namespace exit_status = labkit::protocol::exit_status;
-  std::printf("%s: writing what the checks draw on the CPU; what needs the GPU is left out\n", reason.c_str());
+  std::printf("%s: writing what the checks compute on the CPU\n", reason.c_str());
   args.options.student.clear();
   try {
     load_state(args);
@@ -547,8 +556,13 @@ int export_inputs_only(RunnerArguments args, doctest::Context& context, const st
   context.run();
   const std::vector<std::string>& exported = labkit::state().exported;
   for (const std::string& path : exported) std::printf("wrote %s\n", path.c_str());
-  if (exported.empty()) std::printf("the case's checks draw nothing on the CPU before they need the GPU\n");
-  return exported.empty() ? exit_status::skipped : exit_status::not_run;
+  if (exported.empty()) {
+    std::printf("the case's checks draw nothing on the CPU before they need the GPU\n");
+    return exit_status::skipped;
+  }
+  if (expected_output_written(exported)) return exit_status::ok;
+  std::printf("its expected output needs the GPU, so it was left out\n");
+  return exit_status::not_run;
 }
 
 }  // namespace
