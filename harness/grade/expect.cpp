@@ -86,17 +86,54 @@ std::vector<std::string> file_problems(const fs::path& file, const YAML::Node& l
 
 }  // namespace
 
-void use_kit_files(std::vector<Submission>& submissions, const std::string& source_root) {
+namespace {
+
+// The kit's copy of a lab's file: labs/*/NAME (the starter) or solutions/*/NAME.
+fs::path kit_file(const std::string& source_root, const std::string& name, const std::string& kind,
+                  const fs::path& expected_file) {
+  if (kind != "starter" && kind != "reference")
+    throw BadInput(expected_file.string() + " takes " + name + " from `" + kind + "`; the kit's files are `starter` or `reference`");
+  const fs::path folder = fs::path(source_root) / (kind == "starter" ? "labs" : "solutions");
+  std::error_code absent;
+  for (const auto& lab : fs::directory_iterator(folder, absent))
+    if (fs::is_regular_file(lab.path() / name)) return lab.path() / name;
+  throw BadInput(expected_file.string() + " takes " + name + " from the kit, which has no such file");
+}
+
+// The entry's own files and the kit's named ones, together in a folder of their own.
+std::string stage_with_kit_parts(const Submission& s, const YAML::Node& parts, const std::string& source_root,
+                                 const fs::path& staging, const fs::path& expected_file) {
+  const fs::path folder = staging / s.who;
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  for (const auto& own : fs::directory_iterator(s.base))
+    if (own.is_regular_file()) fs::copy_file(own.path(), folder / own.path().filename());
+  for (const auto& part : parts) {
+    const std::string name = part.first.as<std::string>();
+    fs::copy_file(kit_file(source_root, name, part.second.as<std::string>(), expected_file), folder / name,
+                  fs::copy_options::overwrite_existing);
+  }
+  return folder.string();
+}
+
+}  // namespace
+
+void use_kit_files(std::vector<Submission>& submissions, const std::string& source_root,
+                   const std::string& staging) {
   for (Submission& s : submissions) {
     const fs::path file = fs::path(s.base) / "expected.yaml";
     if (!s.problem.empty() || !fs::exists(file)) continue;
-    const std::string files = YAML::LoadFile(file.string())["files"].as<std::string>("");
-    if (files == "starter") {
+    const YAML::Node files = YAML::LoadFile(file.string())["files"];
+    if (!files) continue;
+    if (files.IsMap()) {
+      s.base = stage_with_kit_parts(s, files, source_root, staging, file);
+    } else if (files.as<std::string>() == "starter") {
       s.base = source_root;  // labs/NN-name/ holds each starter
-    } else if (files == "reference") {
+    } else if (files.as<std::string>() == "reference") {
       s.base = (fs::path(source_root) / "solutions").string();  // solutions/NN-name/
-    } else if (!files.empty()) {
-      throw BadInput(file.string() + " says `files: " + files + "`; the kit's files are `starter` or `reference`");
+    } else {
+      throw BadInput(file.string() + " says `files: " + files.as<std::string>() +
+                     "`; the kit's files are `starter` or `reference`");
     }
   }
 }

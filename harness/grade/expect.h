@@ -13,7 +13,8 @@
 // block, so an entry that attacks nothing fails.
 // files: starter (or reference): grade the kit's own starters (or reference solutions) under
 // this entry's name instead of files of its own, so that the entry tests today's code and never
-// a stale copy.
+// a stale copy; files: {NAME: reference, ...}: its own files, with those named taken from the
+// kit (the parts of a lab it does not attack).
 // status: a lab status as the report spells it ("graded", "build failed", "run failed"...);
 // correctness: all, some or none of the correctness cases pass; message: text that must
 // appear in the lab's note, build log or some case's message.
@@ -38,8 +39,12 @@ struct ExpectationCheck {
 };
 
 // Points each submission whose expected.yaml says `files: starter` or `files: reference` at
-// the kit's files (under `source_root`); throws BadInput on any other value.
-void use_kit_files(std::vector<Submission>& submissions, const std::string& source_root);
+// the kit's files (under `source_root`). One that says `files: {NAME: starter, ...}` hands in
+// its own files and takes the named ones from the kit (a part it does not attack): both are
+// copied into `staging/<who>/`, which it is then graded from. Throws BadInput on any other
+// value, or a NAME no lab of the kit has.
+void use_kit_files(std::vector<Submission>& submissions, const std::string& source_root,
+                   const std::string& staging);
 
 // Checks each report against expected.yaml in its submission folder (`base_dir/<who>/`): its
 // `labs:`, or with `undefended` its `undefended: labs:`. `known_labs`: every lab id of the

@@ -410,7 +410,8 @@ int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& cata
   auto submissions = grade::find_submissions(line.submissions_dir);
   const grade::Roster roster = grade::read_roster(line.roster_file);  // a bad roster stops here, before any grading
   leave_out_roster(submissions, line.roster_file);
-  if (line.expect) grade::use_kit_files(submissions, toolchain.source_root);
+  if (line.expect)
+    grade::use_kit_files(submissions, toolchain.source_root, (fs::path(options.work_dir) / "kit-files").string());
   const bool slurm_task = line.slurm_task->parsed();
   if (secret.empty() && !slurm_task)
     std::cerr << "grade: warning: no instructor secret (set LABKIT_SECRET or pass --secret-file): every input "

@@ -81,7 +81,7 @@ TEST_SUITE("expected verdicts") {
                                        {"references", "files: reference\nlabs:\n  \"01\": {status: graded}\n"},
                                        {"own", "labs:\n  \"01\": {status: graded}\n"}});
     std::vector<grade::Submission> class_ = grade::find_submissions(base.string());
-    grade::use_kit_files(class_, "/kit");
+    grade::use_kit_files(class_, "/kit", "/unused");
     REQUIRE(class_.size() == 3);
     CHECK(class_[0].base == (base / "own").string());
     CHECK(class_[1].base == "/kit/solutions");
@@ -91,7 +91,28 @@ TEST_SUITE("expected verdicts") {
   TEST_CASE("an unknown `files:` is bad input, not an entry graded from nothing") {
     const fs::path base = submissions({{"typo", "files: starters\nlabs:\n  \"01\": {status: graded}\n"}});
     std::vector<grade::Submission> class_ = grade::find_submissions(base.string());
-    CHECK_THROWS_WITH_AS(grade::use_kit_files(class_, "/kit"), doctest::Contains("files: starters"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(grade::use_kit_files(class_, "/kit", "/unused"), doctest::Contains("files: starters"),
+                         std::invalid_argument);
+  }
+
+  TEST_CASE("an entry may take the parts it does not attack from the kit") {
+    const fs::path kit = fs::temp_directory_path() / "labkit-test-kit";
+    fs::remove_all(kit);
+    fs::create_directories(kit / "solutions" / "13-allreduce");
+    std::ofstream(kit / "solutions" / "13-allreduce" / "mpi_allreduce.cu") << "// the reference's part 2\n";
+    const fs::path base = submissions(
+        {{"part-1-only", "files: {mpi_allreduce.cu: reference}\nlabs:\n  \"13\": {status: graded}\n"}});
+    std::ofstream(base / "part-1-only" / "allreduce.cu") << "// the entry's own part 1\n";
+    std::vector<grade::Submission> class_ = grade::find_submissions(base.string());
+    const fs::path staging = fs::temp_directory_path() / "labkit-test-staging";
+    grade::use_kit_files(class_, kit.string(), staging.string());
+    REQUIRE(class_.size() == 1);
+    CHECK(class_[0].base == (staging / "part-1-only").string());
+    CHECK(fs::exists(staging / "part-1-only" / "allreduce.cu"));
+    CHECK(fs::exists(staging / "part-1-only" / "mpi_allreduce.cu"));
+    const fs::path unknown = submissions({{"typo", "files: {mpi_allreduce.cu: starter}\nlabs: {}\n"}});
+    std::vector<grade::Submission> typo = grade::find_submissions(unknown.string());
+    CHECK_THROWS_AS(grade::use_kit_files(typo, kit.string(), staging.string()), grade::BadInput);
   }
 
   TEST_CASE("every attack names the defences whose switching-off lets it win") {
