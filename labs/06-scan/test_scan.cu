@@ -168,7 +168,8 @@ std::string diagnose(const Values& in, const Values& expected, const Values& act
            std::to_string(wrong) + " to " + std::to_string(first_mismatch(expected, again)) + "): a race. Look for a "
            "missing __syncthreads() between writing and reading shared memory, or, in a single-pass scan, a tile "
            "that reads a predecessor's flag before that predecessor's value is visible (flag and value in one "
-           "64-bit word, or a __threadfence() between writing the value and the flag). " + where;
+           "64-bit word, or a __threadfence() between writing the value and the flag and another between reading "
+           "the flag and the value). " + where;
   return right_before + " and the output is the same on every run. " + where +
          (wrong % 32 == 0 && wrong > 0 ? ": that index starts a chunk of " + std::to_string(wrong & (~wrong + 1)) +
                                              " elements, so check what is carried into that chunk from before it"

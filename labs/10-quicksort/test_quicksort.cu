@@ -51,7 +51,8 @@ std::string why_too_slow(const Case& c) {
   const Distribution d = c.input.distribution;
   std::string why;
   if (is_organ_pipe(c))
-    why = "on an organ-pipe input the middle key of every segment is its largest, so each split peels off a few "
+    why = "on an organ-pipe input the middle key is the largest or second-largest key, and each partition's "
+          "swaps leave the next segment's second-largest key in its middle, so each split peels off one or two "
           "keys; the recursion reaches MAX_DEPTH with almost every key left, and the chapter's fallback sorts that "
           "segment with one thread's selection sort: O(n^2) steps. Pick the pivot from several sampled keys (their "
           "median), and let the depth limit fall back to something O(n log n), never to a one-thread O(n^2) sort";
