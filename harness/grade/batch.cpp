@@ -53,9 +53,9 @@ std::string result_fingerprint(const LabJob& job, const Toolchain& tc, const Gra
         fs::path(lab.dataset), fs::path(tc.source_root) / "labs" / lab.dir / "lab.yaml"})
     h = hash_bytes(labkit::file_bytes(kit_file.string()), h);
   // Refused files are not read: a link may lead outside the submission, a pipe would block.
-  const std::string refused =
-      job.student_dir.empty() ? "missing" : student_files_problem(job.student_dir, lab.student_files);
-  for (const std::string& file : lab.student_files)
+  const std::vector<std::string> files = job.student_dir.empty() ? lab.student_files : required_files(lab, job.student_dir);
+  const std::string refused = job.student_dir.empty() ? "missing" : student_files_problem(job.student_dir, files);
+  for (const std::string& file : files)
     h = hash_bytes(!refused.empty() ? refused : file + labkit::file_bytes((fs::path(job.student_dir) / file).string()), h);
   return labkit::hex(h);
 }

@@ -69,7 +69,7 @@ void stage_student_files(const LabSpec& lab, const std::string& student_dir, con
   const fs::path staged = lab_work / "src";
   fs::remove_all(staged);
   fs::create_directories(staged);
-  for (const std::string& file : lab.student_files)
+  for (const std::string& file : required_files(lab, student_dir))
     fs::copy_file(fs::path(student_dir) / file, staged / file, fs::copy_options::overwrite_existing);
 }
 
@@ -156,11 +156,17 @@ bool build_modules(const LabSpec& lab, const std::string& student_dir, const Too
   for (auto module = modules.begin() + 1; module != modules.end(); ++module) {
     std::error_code ignored;
     fs::remove(failed_marker(lab_work, *module), ignored);
+    fs::remove(lab_work / module->output, ignored);
+    const std::string files = joined(module->files, ", ");
+    if (!fs::exists(lab_work / "src" / module->files.front())) {
+      std::ofstream(failed_marker(lab_work, *module)) << files + " was not handed in";
+      log += "note: " + files + " was not handed in: its cases score nothing\n";
+      continue;
+    }
     std::string messages;
     if (build_module(lab, *module, tc, lab_work, messages)) continue;
     fs::remove(lab_work / module->output, ignored);
-    const std::string files = joined(module->files, ", ");
-    std::ofstream(failed_marker(lab_work, *module)) << files + " did not compile";
+    std::ofstream(failed_marker(lab_work, *module)) << files + " did not compile (the compiler's messages are in the report)";
     log += files + part_not_compiled + ":\n" + messages;
   }
   return true;
@@ -269,7 +275,7 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
   if (job.student_dir.empty()) {
     result.status = LabStatus::missing_files;
     result.note = not_found_note(lab);
-  } else if (const std::string refused = student_files_problem(job.student_dir, lab.student_files);
+  } else if (const std::string refused = student_files_problem(job.student_dir, required_files(lab, job.student_dir));
              !refused.empty()) {
     result.status = LabStatus::missing_files;
     result.note = refused + " (lab not graded)";

@@ -2,6 +2,7 @@
 
 #include "labkit/fingerprint.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fcntl.h>
@@ -112,6 +113,26 @@ std::string student_files_problem(const fs::path& dir, const std::vector<std::st
   if (missing.empty()) return {};
   return listed(missing) + " not found" +
          (missing.size() < files.size() ? "; this lab grades " + listed(files) + " together" : "");
+}
+
+namespace {
+
+bool none_there(const fs::path& dir, const std::vector<std::string>& files) {
+  std::error_code ignored;
+  return std::all_of(files.begin(), files.end(), [&](const std::string& file) {
+    return fs::symlink_status(dir / file, ignored).type() == fs::file_type::not_found;
+  });
+}
+
+}  // namespace
+
+std::vector<std::string> required_files(const LabSpec& lab, const fs::path& dir) {
+  std::vector<std::string> required = lab.student_files;
+  for (const ExtraModule& part : lab.modules) {
+    if (!none_there(dir, part.files)) continue;
+    for (const std::string& file : part.files) required.erase(std::find(required.begin(), required.end(), file));
+  }
+  return required;
 }
 
 std::string submission_problem(const fs::path& entry) {

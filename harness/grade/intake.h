@@ -25,6 +25,11 @@ std::string student_file_problem(const std::filesystem::path& file, const std::s
 // empty when all of them can be taken.
 std::string student_files_problem(const std::filesystem::path& dir, const std::vector<std::string>& files);
 
+// The files a submission in `dir` must hand in for its lab to be graded: all the lab's student
+// files but those of a part of `modules:` (lab 13's part 2) of which `dir` holds none. Such a
+// part is graded as not handed in: its cases say so and score nothing, the rest as usual.
+std::vector<std::string> required_files(const LabSpec& lab, const std::filesystem::path& dir);
+
 // Why an entry of the submissions folder is not a submission folder (empty when it is): a
 // file such as alice.zip, a symbolic link, a pipe.
 std::string submission_problem(const std::filesystem::path& entry);

@@ -84,12 +84,12 @@ std::string why_ranks_cannot_run(const std::string& program, const std::string& 
            " beside the runner: either this build found no MPI when it was configured (install Open MPI "
            "with its development files, e.g. libopenmpi-dev, then configure the build again) or the rank "
            "program was not built (./grade builds it)";
-  // The grader leaves "<module>.failed" where the module did not compile ("mpi_allreduce.cu
-  // did not compile"): the student's doing, not the machine's.
+  // The grader leaves "<module>.failed" where the module did not compile or was not handed in
+  // ("mpi_allreduce.cu was not handed in"): the student's doing, not the machine's.
   if (std::ifstream failed(module + ".failed"); !module.empty() && failed) {
     std::string why;
     std::getline(failed, why);
-    return "not run: " + why + " (the compiler's messages are in the report)";
+    return "not run: " + why;
   }
   if (module.empty() || !fs::exists(module))
     return "not run: needs MPI (part 2 was not compiled: the grader compiles it only where the kit was built "

@@ -16,6 +16,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 
 namespace fs = std::filesystem;
@@ -70,11 +71,13 @@ fs::path fake_nvcc(const fs::path& dir) {
 
 // Lab 13 with both parts handed in, part 2's file `mpi_text`, built by the stand-in with a build
 // folder that has the MPI rank program.
-grade::LabResult build_lab_13(const fs::path& dir, const std::string& allreduce_text, const std::string& mpi_text) {
+// Lab 13 built from the two files' texts (no mpi_allreduce.cu when `mpi_text` is empty).
+grade::LabResult build_lab_13(const fs::path& dir, const std::string& allreduce_text,
+                              const std::optional<std::string>& mpi_text) {
   static const std::vector<grade::LabSpec> labs = grade::load_catalog(kit_root.string());
   const grade::LabSpec& lab = grade::find_lab(labs, "13");
   write(dir / "student" / "allreduce.cu", allreduce_text);
-  write(dir / "student" / "mpi_allreduce.cu", mpi_text);
+  if (mpi_text) write(dir / "student" / "mpi_allreduce.cu", *mpi_text);
   write(dir / "build" / "labs" / lab.modules.at(0).loader, "");
   const grade::Toolchain tc{kit_root.string(), (dir / "build").string(), fake_nvcc(dir).string(), {}};
   const grade::LabJob job{&lab, "alice", (dir / "student").string(), (dir / "work").string()};
@@ -269,6 +272,24 @@ TEST_SUITE("intake") {
     CHECK(fixed.build_log.empty());
     CHECK(fs::exists(dir.path / "work" / "module-mpi.so"));
     CHECK_FALSE(fs::exists(dir.path / "work" / "module-mpi.so.failed"));
+  }
+
+  TEST_CASE("a part of a lab not handed in costs its own cases, not the lab") {
+    TempDir dir("part-2-missing");
+    const grade::LabResult result = build_lab_13(dir.path, "ok\n", std::nullopt);
+    CHECK(result.status == grade::LabStatus::graded);
+    CHECK(result.build_log.find("note: mpi_allreduce.cu was not handed in: its cases score nothing") == 0);
+    CHECK(fs::exists(dir.path / "work" / "module.so"));
+    CHECK_FALSE(fs::exists(dir.path / "work" / "module-mpi.so"));
+    CHECK(labkit::why_ranks_cannot_run((dir.path / "build" / "labs" / "lab-13-allreduce-mpi-rank").string(),
+                                       (dir.path / "work" / "module-mpi.so").string(), "/usr/bin/mpirun") ==
+          "not run: mpi_allreduce.cu was not handed in");
+    // The lab's own files stay required; a part handed in is required whole.
+    static const std::vector<grade::LabSpec> labs = grade::load_catalog(kit_root.string());
+    const grade::LabSpec& lab = grade::find_lab(labs, "13");
+    CHECK(grade::required_files(lab, dir.path / "student") == std::vector<std::string>{"allreduce.cu"});
+    write(dir.path / "student" / "mpi_allreduce.cu", "ok\n");
+    CHECK(grade::required_files(lab, dir.path / "student") == lab.student_files);
   }
 
   TEST_CASE("the lab's own module that does not compile fails the lab") {

@@ -13,8 +13,8 @@
 //
 // It is correct, and slow: every partition is one thread walking its segment key by key,
 // so the first level alone is n sequential steps. And when the middle key is a bad pivot
-// (the largest key of its segment, as in an organ-pipe input), each split peels off a few
-// keys, MAX_DEPTH is reached with almost the whole array left, and one thread selection-sorts
+// (on an organ-pipe input, the largest or second-largest key of each segment it splits),
+// each split peels off a few keys, MAX_DEPTH is reached with almost the whole array left, and one thread selection-sorts
 // it: O(n^2) steps. The README shows how to partition with a whole block or grid, pick a
 // pivot that does not fall into that trap, and sort small segments in shared memory.
 #include "quicksort.h"
