@@ -3,6 +3,7 @@
 #include "bad_input.h"
 #include "batch.h"
 #include "catalog.h"
+#include "docs.h"
 #include "expect.h"
 #include "exports.h"
 #include "grader.h"
@@ -168,7 +169,7 @@ struct CommandLine {
   int task_index = -1;
   // The verbs; `parsed()` says which one was given.
   CLI::App *lab = nullptr, *all = nullptr, *selftest = nullptr, *export_case_command = nullptr, *profile = nullptr,
-           *calibrate = nullptr, *collect = nullptr, *slurm_task = nullptr;
+           *calibrate = nullptr, *collect = nullptr, *slurm_task = nullptr, *docs = nullptr;
 };
 
 // A count or a number of seconds: `least` or more. (CLI11's own ranges name the type's limits.)
@@ -259,6 +260,9 @@ void define_verbs(CLI::App& app, CommandLine& line) {
   line.calibrate = app.add_subcommand(
       "calibrate", "time the reference solutions afresh and keep the times for later runs on this GPU (needs a GPU)");
   line.calibrate->add_option("labs", line.lab_keys, "the labs (default: all)");
+  line.docs = app.add_subcommand(
+      "docs", "render the READMEs' tables of what each lab's starter, chapter version and reference earn from the "
+              "records in grading/policy/h100/, into their marked blocks (no GPU needed)");
 }
 
 // A class on a Slurm cluster (slurm.h, grading/slurm/README.md).
@@ -490,6 +494,7 @@ int run(const CLI::App& app, const CommandLine& line) {
     return grade::export_case(lab, line.export_case, toolchain, line.seed, out.string());
   }
   if (line.profile->parsed()) return profile(line, catalog, toolchain);
+  if (line.docs->parsed()) return grade::docs::write_all(toolchain.source_root, catalog);
   const std::vector<grade::LabSpec> chosen = chosen_labs(line, catalog);
   if (line.calibrate->parsed())
     return calibrate(chosen, toolchain, batch_options(line, toolchain, read_secret(line.secret_file)).grade);

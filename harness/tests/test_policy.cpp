@@ -1,23 +1,14 @@
-// The grading policy (grading/policy/README.md), checked against what the H100 measured: each
+// The grading policy (grading/policy/README.md), checked against what the GPU measured: each
 // lab's unchanged starter, its chapter's technique done right and its reference solution were
 // graded once on the GPU (grading/policy/h100/<tier>/<lab>.json, what the grader saved), and
-// are scored again here under today's lab.yaml. A rubric or dataset change that lifts a
-// starter above 30, or takes a reference below full marks, fails here, without a GPU.
+// are scored again here under today's lab.yaml (policy.h). A rubric or dataset change that
+// lifts a starter above 30, or takes a reference below full marks, fails here, without a GPU.
 #include "catalog.h"
-#include "model.h"
-#include "score.h"
+#include "policy.h"
 
 #include <doctest/doctest.h>
 
-#include <nlohmann/json.hpp>
-
-#include <filesystem>
-#include <fstream>
 #include <map>
-
-namespace fs = std::filesystem;
-namespace protocol = labkit::protocol;
-using nlohmann::json;
 
 namespace {
 
@@ -32,71 +23,24 @@ const std::map<std::string, std::string> chapter_may_reach_full_marks = {
            "a few percent of the reference's time: closer than a timed ratio can fairly tell apart"},
 };
 
-fs::path measured_file(const std::string& tier, const grade::LabSpec& lab) {
-  return fs::path(LABKIT_TEST_SOURCE_ROOT) / "grading" / "policy" / "h100" / tier / (lab.id + ".json");
-}
-
-// What the runner reported, rebuilt from a saved result: each case's outcome and message, and
-// each timed case's measurement as it arrived.
-grade::Reports reports_of(const grade::LabResult& measured) {
-  grade::Reports reports;
-  for (const grade::CaseResult& c : measured.cases) {
-    if (c.kind == "correctness") {
-      reports.correctness[c.name].push_back({c.name, c.outcome, c.message});
-    } else if (c.outcome != protocol::Outcome::not_run) {
-      const bool timed = c.timing.contains("ratio") && c.timing.value("output_ok", false);
-      reports.performance[c.name].push_back(
-          {c.name, timed ? protocol::Outcome::passed : c.outcome, c.message, c.timing});
-    }
-  }
-  return reports;
-}
-
-// The measured run scored under the lab's rubric as it is now.
-grade::LabResult rescored(const grade::LabSpec& lab, const grade::LabResult& measured) {
-  const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
-  grade::LabResult result{lab.id, lab.name, lab.title};
-  const grade::Reports reports = reports_of(measured);
-  grade::score_correctness(lab, dataset, reports, "", result);
-  grade::score_performance(lab, reports, "not timed in the measured run", result);
-  grade::add_totals(result);
-  return result;
-}
-
-// The measured run, or nothing (with why) for a lab whose machine was not lent.
-std::optional<grade::LabResult> measured_run(const std::string& tier, const grade::LabSpec& lab) {
-  std::ifstream file(measured_file(tier, lab));
-  if (!file) return std::nullopt;
-  return grade::lab_from_json(json::parse(file));
-}
-
-std::string same_cases(const grade::LabSpec& lab, const grade::LabResult& measured) {
-  const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
-  std::size_t correctness = 0;
-  for (const grade::CaseResult& c : measured.cases) correctness += c.kind == "correctness";
-  if (correctness != dataset.correctness.size())
-    return "the dataset has " + std::to_string(dataset.correctness.size()) + " correctness cases, the measured run " +
-           std::to_string(correctness) + ": grade the tiers again on the GPU (grading/policy/record.sh)";
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("each lab's rubric gives its starter, its chapter and its reference what the policy says") {
   for (const grade::LabSpec& lab : grade::load_catalog(LABKIT_TEST_SOURCE_ROOT)) {
     CAPTURE(lab.dir);
-    for (const std::string tier : {"starter", "chapter", "reference"}) {
+    for (const std::string tier : grade::policy::tiers) {
       CAPTURE(tier);
-      const auto measured = measured_run(tier, lab);
-      if (!measured) {
-        // Labs on more than one GPU wait for a machine with two; every other lab is measured.
-        CHECK_MESSAGE(lab.min_gpus > 1, "no measured run at " << measured_file(tier, lab).string());
+      const auto recorded = grade::policy::recorded_run(LABKIT_TEST_SOURCE_ROOT, tier, lab);
+      if (!recorded) {
+        // Labs on more than one GPU wait for a machine with two; every other lab is recorded.
+        CHECK_MESSAGE(lab.min_gpus > 1, "no recorded run at "
+                                            << grade::policy::record_path(LABKIT_TEST_SOURCE_ROOT, tier, lab).string());
         continue;
       }
-      const std::string problem = same_cases(lab, *measured);
+      const std::string problem = grade::policy::record_mismatch(lab, *recorded);
       CHECK_MESSAGE(problem.empty(), problem);
       if (!problem.empty()) continue;
-      const double points = rescored(lab, *measured).points;
+      const double points = grade::policy::rescored(lab, *recorded).points;
       // 0.05: shares of the correctness points can add up to 30.000001.
       if (tier == "starter") CHECK_MESSAGE(points <= starter_at_most + 0.05, "the unchanged starter earns " << points);
       if (tier == "reference") CHECK_MESSAGE(points >= reference_at_least, "the reference earns " << points);

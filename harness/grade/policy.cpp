@@ -1,0 +1,64 @@
+#include "policy.h"
+
+#include "labkit/dataset.h"
+#include "runner_client.h"
+#include "score.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace grade::policy {
+
+namespace {
+
+// What the runner reported, rebuilt from a saved result: each case's outcome and message, and
+// each timed case's measurement as it arrived.
+Reports reports_of(const LabResult& recorded) {
+  Reports reports;
+  for (const CaseResult& c : recorded.cases) {
+    if (c.kind == "correctness") {
+      reports.correctness[c.name].push_back({c.name, c.outcome, c.message});
+    } else if (c.outcome != Outcome::not_run) {
+      const bool timed = c.timing.contains("ratio") && c.timing.value("output_ok", false);
+      reports.performance[c.name].push_back({c.name, timed ? Outcome::passed : c.outcome, c.message, c.timing});
+    }
+  }
+  return reports;
+}
+
+}  // namespace
+
+fs::path record_path(const std::string& source_root, const std::string& tier, const LabSpec& lab) {
+  return fs::path(source_root) / records_folder / tier / (lab.id + ".json");
+}
+
+std::optional<LabResult> recorded_run(const std::string& source_root, const std::string& tier, const LabSpec& lab) {
+  std::ifstream file(record_path(source_root, tier, lab));
+  if (!file) return std::nullopt;
+  return lab_from_json(nlohmann::json::parse(file));
+}
+
+std::string record_mismatch(const LabSpec& lab, const LabResult& recorded) {
+  const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
+  std::size_t correctness = 0;
+  for (const CaseResult& c : recorded.cases) correctness += c.kind == "correctness";
+  if (correctness == dataset.correctness.size()) return "";
+  return "the dataset has " + std::to_string(dataset.correctness.size()) + " correctness cases, the recorded run " +
+         std::to_string(correctness) + ": grade the tiers again on the GPU (grading/policy/record.sh)";
+}
+
+LabResult rescored(const LabSpec& lab, const LabResult& recorded) {
+  const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
+  LabResult result{lab.id, lab.name, lab.title};
+  result.device = recorded.device;
+  const Reports reports = reports_of(recorded);
+  score_correctness(lab, dataset, reports, "", result);
+  score_performance(lab, reports, "not timed in the recorded run", result);
+  add_totals(result);
+  return result;
+}
+
+}  // namespace grade::policy
