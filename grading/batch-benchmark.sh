@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The class-grading benchmark (issue 7): a class made of the red-team corpus (build, run and
+# The class-grading benchmark: a class made of the red-team corpus (build, run and
 # timing entries) plus honest submissions (the reference solutions and the starters), graded
 # with performance on, then graded again with --fresh. Prints the batch rate of each pass and
 # the verdicts that flipped between them (grading/compare-verdicts.py).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One call's worth of GPU checks for the labs named (e.g. `01 02`): grade the reference
-# solutions, then the starter code, then run each lab's benchmark. Builds only those labs,
-# through grading/gpu-run.sh (logs go to $OUT, the device tool's output folder, when set).
+# GPU checks for the labs named (e.g. `01 02`) on this machine: grade the reference solutions,
+# then the starter code, then run each lab's benchmark. Builds only those labs, through
+# grading/gpu-run.sh (its BUILD and OUT choose the build folder and where the logs go).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 benches=()

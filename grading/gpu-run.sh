@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# One device call's worth of work: configure and build what grading needs in build-gpu/, then
-# run each command given as an argument with the built grader on PATH as `labkit-grade`,
-# logging each to $OUT (the device tool's output folder).
+# On a GPU machine: configure and build only what grading the chosen labs needs, in a build
+# folder of its own (faster than the whole kit), then run each command given as an argument
+# with the built grader on PATH as `labkit-grade`, each command's output kept in a log of its
+# own and its tail printed.
 #   bash grading/gpu-run.sh "labkit-grade lab 01 --solution" "labkit-grade all --submissions ..."
-# LABS="01 02" builds those labs only (default: all); BENCH=1 builds their benchmarks too.
+# LABS="01 02" builds those labs only (default: all); BENCH=1 builds their benchmarks too;
+# BUILD=DIR the build folder (default build-gpu/); OUT=DIR the logs (default BUILD/out);
+# TAIL=N lines of each log printed (default 25).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD:-$root/build-gpu}"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Slurm path tested for real (issue 12): starts a one-node Slurm on localhost (munged,
+# The Slurm path tested for real: starts a one-node Slurm on localhost (munged,
 # slurmctld and slurmd with a generated slurm.conf, all under a temp folder, no GPU and no
 # gres), grades a class (the red-team build corpus plus honest submissions: the reference
 # solutions and the starters) with `grade ... --submissions CLASS --slurm`, waits for the jobs,

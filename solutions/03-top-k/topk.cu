@@ -19,20 +19,11 @@
 //     and sorts them (bitonic network), and the other blocks leave. Otherwise (2^28: 130,000
 //     values; k > 4096; ties that overflow the buffer) it calls every block to all-block
 //     passes over the prefilter, or over the input after an overflow, with grid barriers.
-// Why it is faster than the previous reference (a 1/16 sample read first, a grid barrier
-// before the full read, every value histogrammed in it): no sample pass and no barrier before
-// the read, and the prefilter's bound comes from data the read fetches anyway. H100, the
-// lab's benchmark (L2 flushed, events): n = 10^7, k = 10 / 1000: 0.0485 / 0.0567 ms before,
-// 0.0388 / 0.0467 ms now (cub::DeviceRadixSort of all n: 0.301 ms, so 7.8x / 6.4x); n = 2^28:
-// 0.432 / 0.443 ms before, 0.4165 / 0.4268 ms now (sort 5.55 ms: 13.3x / 13.0x). A read-only
-// kernel over the same 40 MB takes 0.023 ms timed the same way (an empty launch 0.007 ms);
-// at 2^28 it takes 0.375 ms, so 20x the sort (0.28 ms) is below one read of the input.
-// Where the rest goes at 10^7, k = 10 (globaltimer, from the first block's start): the blocks
-// agree on the bound at 15 us (the first tiles arrive slowly after the flush), the read ends
-// at 20 us (median block) to 23 us (last), block 0's finish takes 9 us more (1.6 to decide,
-// 1.5 to load the 4791 prefiltered values, 3 to select, 2.7 to gather and sort); at k = 1000
-// the bitonic sort of 1024 keys makes the finish 17 us. A register-resident bitonic sort
-// (8 keys per thread, shuffles) measured slower (k = 10: 0.0437 ms), so it is not used.
+// Why this beats a design that reads a sample first and waits at a grid barrier before the
+// full read: no sample pass and no barrier before the read, and the prefilter's bound comes
+// from data the read fetches anyway. A register-resident bitonic sort of the winners (8 keys
+// per thread, shuffles) measured slower, so it is not used. The times, where each call's
+// microseconds go, and a sampled-threshold design that lost: docs/references.md.
 #include "topk.h"
 
 #include <cooperative_groups.h>

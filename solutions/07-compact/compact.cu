@@ -14,24 +14,20 @@
 // per element against the 8 of cub::DevicePartition::If, which writes the others backwards
 // from the end and so reverses them (not stable).
 //
-// Beyond the chapter, from grading/notes/experiments/compact_variants.cu (H100, 2026-11-26,
-// median of 15, L2 flushed, CUDA events; percentages are CUB's time over ours):
+// Beyond the chapter (a sweep of tile shapes and their variants beside CUB, with its numbers:
+// docs/references.md):
 // - The compaction kernel asks for 4 blocks of 256 per SM (__launch_bounds__(256, 4): at most
-//   64 registers). The previous reference happened to compile to 64 registers without the
-//   bound, but the experiment's copy of the same kernel took 72 (3 blocks per SM) and ran at
-//   102% / 91% of cub::DeviceSelect::If at 2^24 / 2^28, so the occupancy should not rest on
-//   the compiler's choice. With the bound ("256x8 mb4"): 0.0580 / 0.7315 ms, 111% / 98%;
-//   the previous reference 0.0594 / 0.7413 ms (109% / 97%); CUB 0.0644 / 0.7185 ms.
+//   64 registers). Left to the compiler, the same kernel can take 72 registers (3 blocks per
+//   SM) and runs 7-8% slower, so the occupancy should not rest on the compiler's choice.
 // - The split counts in the same launch as it selects. The first tickets of the tile counter
 //   count the positives, reading the input from the back to the front, so that the front,
 //   where the first select tiles read, is what L2 holds last; the later tickets select as in
 //   the compaction and wait for the total only after their look-back, just before writing.
 //   It also publishes each tile's aggregate before staging the tile, writes each output range
-//   with float4 stores on its aligned body, and runs 3 blocks per SM. The previous split (a
-//   count kernel after a memset, then the select kernel at 512 x 4) took 0.1008 / 1.3769 ms
-//   at 2^24 / 2^28; this one ("fused 256x8 mb3 early vec") 0.0828 / 1.2110 ms: 92.5% / 82.8%
-//   of cub::DevicePartition::If (0.0766 / 1.0026 ms, not stable) and 1.40x / 1.56x as fast as
-//   CUB's stable equivalent, partition then reverse the others (0.1160 / 1.8855 ms).
+//   with float4 stores on its aligned body, and runs 3 blocks per SM. That beats a count
+//   kernel after a memset followed by the select kernel, and CUB's stable equivalent
+//   (partition, then reverse the others); the unstable cub::DevicePartition::If, which reads
+//   the input once, stays ahead at 2^28.
 #include "compact.h"
 
 #include <algorithm>
@@ -47,7 +43,7 @@ constexpr unsigned full_mask = 0xffffffffu;
 constexpr int row_items = warp_size * 4;  // one float4 per lane: 512 contiguous bytes
 
 // One block shape for both kernels: 256 threads of 8 float4 loads, the fastest of a sweep of
-// 128-512 threads x 2-8 loads for each (grading/notes/issue22/README.md, "Lab 07").
+// 128-512 threads x 2-8 loads for each (docs/references.md).
 constexpr int block_threads = 256;
 constexpr int block_warps = block_threads / warp_size;
 constexpr int slice_rows = 8;                                   // float4 loads per thread

@@ -18,29 +18,21 @@
 // key: 36 bytes per key, plus clearing the look-back status (about 0.11 byte per key per pass
 // with tiles of 9216 keys).
 //
-// Where the speed comes from. H100, issue 22 (grading/notes/issue22/): each step timed beside
-// cub::DeviceRadixSort::SortKeys in the same process; % = CUB's time / ours, at 2^24 / 2^26 keys
-// (from the second row on, with programmatic dependent launch, dropped at the end).
-//   the previous reference: 256 x 15 keys, rank first, then count                  86% /  84%
-//   CUB's shape, 384 x 20; counts published before ranking; no memset of status    93% /  87%
-//   look-back reads 4 predecessors at once (a walk over aggregates paid one L2
-//   round trip per tile; 8 or 16 at once cost more than they saved)                96% /  90%
-//   256 x 24 keys at 3 blocks per SM: a block waiting in its look-back idles a
-//   third of the SM, not half                                                     101% /  96%
-//   loads and stores at constant offsets from one pointer per thread (no 64-bit
-//   address arithmetic per key)                                                   106% / 101%
-//   the ballots in PTX. ncu had counted 220M warp instructions per pass against
-//   CUB's 149M and the ALU pipe 77% busy: the C++ ballot loop compiled to seven
-//   instructions per digit bit, the PTX one to about three; the digit by PRMT     128% / 126%
-//   36 keys per thread; the leader's atomic predicated, not branched around       134% / 135%
-// The lab's benchmark, final: 0.3485 / 1.2189 ms against CUB's 0.4797 / 1.6656 (138% / 137%;
-// 2^20: 0.0773 against 0.0908 ms). Tried and dropped: __match_any_sync for the ballots (the
-// sort took 1.6-1.7x as long), 4 blocks of 256 x 20 (119% / 115%), programmatic dependent
-// launch of each kernel (+1.7% / +0.4%, but 16% slower at 2^20). ncu, one pass at 2^26 (GPU
-// clocks): the same instructions as CUB's kernel (151M against 159M warp instructions) in
-// 269 us against 375: a warp issues every 10.4 cycles against 14.2 (three blocks of 8 warps
-// per SM against two of 12: 1.1 cycles per instruction waiting at barriers against 3.1),
-// DRAM 59% busy against 42%.
+// Where the speed comes from, each step faster than the one before it (each timed beside
+// cub::DeviceRadixSort::SortKeys; the table, and the steps that lost: docs/references.md):
+//   - counts published before ranking, and each pass clearing the next one's look-back status
+//     instead of a memset;
+//   - the look-back reads 4 predecessors at once (a walk over aggregates pays one L2 round
+//     trip per tile; 8 or 16 at once cost more than they save);
+//   - 256 threads at 3 blocks per SM: a block waiting in its look-back idles a third of the
+//     SM, not half;
+//   - loads and stores at constant offsets from one pointer per thread (no 64-bit address
+//     arithmetic per key);
+//   - the ballots in PTX: the C++ ballot loop compiles to seven instructions per digit bit,
+//     the PTX one to about three; the digit by PRMT;
+//   - 36 keys per thread; the leader's atomic predicated, not branched around.
+// Against CUB's kernel the pass executes about the same instructions, but its three blocks of
+// 8 warps per SM (CUB: two of 12) keep more warps issuing and more loads in flight.
 #include "sort.h"
 
 #include <cstdint>
@@ -56,7 +48,7 @@ constexpr int warp_size = 32;
 constexpr unsigned full_mask = 0xffffffffu;
 static_assert(passes % 2 == 0, "the passes alternate buffers: an even count leaves the keys in d_keys");
 
-// The pass kernel's shape, measured on an H100 against other shapes (grading/notes/issue22/).
+// The pass kernel's shape, measured against other shapes (docs/references.md).
 // A larger tile spreads each tile's fixed work (counting, scans, look-back, barriers) over
 // more keys and leaves longer runs of each digit for the scatter; it must fit the 48 KiB of
 // static shared memory (itself, and one row of counters per warp). Three blocks per SM keep
@@ -182,7 +174,7 @@ __device__ u32 exclusive_scan_over_digits(u32 x, u32* s_warp_totals) {
 // inverted in the lanes where it is 0. In PTX because on sm_90 the C++ form (a select between
 // the ballot and its complement) compiled to seven instructions per bit; this is a vote and a
 // predicated not, and ptxas tests several bits of the digit at once (R2P). Measured: the
-// whole sort 20% faster (grading/notes/issue22/).
+// whole sort 20% faster (docs/references.md).
 __device__ __forceinline__ unsigned lanes_agreeing_on(u32 digit, u32 bit_mask) {
   unsigned agree;
   asm("{\n\t"
@@ -464,7 +456,8 @@ unsigned histogram_blocks(size_t n, int sms) {
   return unsigned(wanted < most ? wanted : most);
 }
 
-// The whole sort, for any pass-kernel shape (grading/notes/experiments/ times others).
+// The whole sort, for any pass-kernel shape (the experiments that timed other shapes:
+// docs/references.md).
 template <class Tuning>
 void onesweep_radix_sort(u32* d_keys, size_t n, void* d_temp, size_t temp_bytes, cudaStream_t stream) {
   if (n <= 1) return;  // already sorted

@@ -18,12 +18,9 @@
 //     The end ramp is gentle because a kernel nearly as slow as the copies (the balanced
 //     case) falls behind when each chunk is half its predecessor, and must then work off
 //     the backlog after the last copy in: halving, it ran at 1.09-1.14 x the bound.
-// Measured on an H100 at 64Mi pixels (build/labs/lab-11-streams-bench, by the host's clock):
-// 10.54, 10.52 and 19.54 ms, 1.08, 1.08 and 1.01 x the slowest stage alone (balanced,
-// copy-bound, compute-bound). In the same run the chapter's 4 streams x 16 chunks took 1.14,
-// 1.09 and 1.05 x, its 96 chunks 1.19, 1.19 and 1.01 x, and its 16 chunks with a stream per
-// stage 1.13, 1.09 and 1.05 x. Where the copies limit, most of what is left is the link:
-// copies in slow down while copies out share it (about 5%).
+// It comes within a few percent of the slowest stage alone, ahead of the chapter's loop at
+// every chunk count tried (docs/references.md). Where the copies limit, most of what is left
+// is the link: copies in slow down while copies out share it.
 #include "pipeline.h"
 
 #include <algorithm>

@@ -23,8 +23,6 @@
 // The kernels are part 1's reference's (solutions/12-gauss-multi-gpu/gauss.cu): this file is
 // compiled alone, as a student's is. Each rank keeps a full-size matrix [A | b] (row pitch `ld`)
 // and updates only its own rows; received block rows land at their own place in it.
-// Not run on a GPU yet (none was lent when it was written): the README's part 2 numbers are
-// estimates.
 #include "mpi_gauss.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // A broken lab 01 submission for checking the grader's compute-sanitizer step on a GPU: bins
 // indexed in bytes instead of counters, scaled far past the end of the 1 KiB histogram. memcheck
-// must report the invalid global atomics at this file's line (see grading/notes/README.md).
+// must report the invalid global atomics at this file's line (see docs/grader-measurements.md).
 #include "histogram.h"
 
 namespace {

@@ -1,6 +1,6 @@
 // A broken lab 01 submission for checking the grader's compute-sanitizer step on a GPU: the
 // chapter's privatized histogram with both of its __syncthreads removed. racecheck must name
-// the shared-memory hazards at this file's lines (see grading/notes/README.md).
+// the shared-memory hazards at this file's lines (see docs/grader-measurements.md).
 #include "histogram.h"
 
 namespace {
