@@ -62,14 +62,36 @@ std::string with_start_number(std::string argument, int start) {
 // namespace whose /proc shows that PID namespace, where the kernel lets the runner make them
 // (CAP_SYS_ADMIN: as root). There it can see, signal or trace no process but its own, the
 // grader's empty-call host and the runner included, and every process it starts ends when it
-// does. (The CUDA driver fails to start under a /proc of another PID namespace.) Otherwise
-// like fork(); the child only mounts, sets up descriptors and limits, and calls execve.
+// does. (The CUDA driver fails to start under a /proc of another PID namespace.)
+constexpr unsigned long isolated_clone_flags = CLONE_NEWPID | CLONE_NEWNS | SIGCHLD;
+
+// In the new child: its own /proc, seen by it alone. False when the kernel refuses.
+bool mount_own_proc() {
+  return mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0;
+}
+
+// Whether this machine lets the runner make both namespaces and mount /proc in them: tried once
+// with a child that does nothing else, so a container that allows the one but not the other
+// falls back to fork() instead of failing every host's start.
+bool isolation_works() {
+  static const bool works = [] {
+    const long pid = syscall(SYS_clone, isolated_clone_flags, nullptr, nullptr, nullptr, nullptr);
+    if (pid < 0) return false;
+    if (pid == 0) _exit(mount_own_proc() ? 0 : 1);
+    int status = 0;
+    return waitpid(pid_t(pid), &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }();
+  return works;
+}
+
+// Like fork(), into the namespaces where isolation_works(); the child only mounts, sets up
+// descriptors and limits, and calls execve.
 pid_t fork_isolated() {
-  const long pid = syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  if (!isolation_works()) return fork();
+  const long pid = syscall(SYS_clone, isolated_clone_flags, nullptr, nullptr, nullptr, nullptr);
   if (pid < 0) return fork();
-  if (pid == 0 && (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-                   mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0))
-    _exit(126);
+  if (pid == 0 && !mount_own_proc()) _exit(126);
   return pid_t(pid);
 }
 
