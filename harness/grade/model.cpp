@@ -3,9 +3,11 @@
 #include "labkit/exit_status.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <regex>
 #include <sstream>
 
 using nlohmann::json;
@@ -149,18 +151,70 @@ std::string visible_message(const CaseResult& c, bool show_hidden_details) {
 // Fewer cases with one hint read as well listed one by one.
 constexpr std::size_t min_cases_sharing_a_hint = 3;
 
-std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_details) {
+namespace {
+
+bool part_of_a_name(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// The length of the number that starts at `at` ("-12", "3.25", "1e-5"), or 0 when none does.
+std::size_t number_length(const std::string& text, std::size_t at) {
+  if (at > 0 && (part_of_a_name(text[at - 1]) || text[at - 1] == '.')) return 0;
+  std::size_t end = at;
+  if (text[end] == '-' && end + 1 < text.size() && digit(text[end + 1])) ++end;
+  if (end >= text.size() || !digit(text[end])) return 0;
+  while (end < text.size() && digit(text[end])) ++end;
+  if (end + 1 < text.size() && text[end] == '.' && digit(text[end + 1]))
+    for (++end; end < text.size() && digit(text[end]);) ++end;
+  if (end + 1 < text.size() && (text[end] == 'e' || text[end] == 'E')) {
+    std::size_t exponent = end + 1;
+    if (exponent < text.size() && (text[exponent] == '-' || text[exponent] == '+')) ++exponent;
+    if (exponent < text.size() && digit(text[exponent]))
+      for (end = exponent; end < text.size() && digit(text[end]);) ++end;
+  }
+  if (end < text.size() && part_of_a_name(text[end])) return 0;  // "4th", "3x3": part of a word
+  return end - at;
+}
+
+// What hints that say the same thing have in common: the hint without its numbers, and
+// without a comparison's "N of M values differ: ..." (labkit/compare.h), whose values are each
+// case's own data, as many as it has (a case whose checks found no wrong value has none).
+std::string hint_shape(const std::string& hint) {
+  static const std::regex comparison(R"([.;:,]?\s*\d+ of \d+ values differ.*$)");
+  return without_numbers(std::regex_replace(hint, comparison, ""));
+}
+
+}  // namespace
+
+std::string without_numbers(const std::string& hint) {
+  std::string kept;
+  for (std::size_t at = 0; at < hint.size();) {
+    if (const std::size_t length = number_length(hint, at); length > 0) {
+      kept += '#';
+      at += length;
+    } else {
+      kept += hint[at++];
+    }
+  }
+  return kept;
+}
+
+std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_details, HintMatch match) {
   std::vector<SharedHint> shared;
+  std::vector<std::string> keys;  // per entry of `shared`: what its cases' hints have in common
   for (const CaseResult& c : lab.cases) {
     if (c.kind != "correctness" || c.passed()) continue;
     const std::string hint = visible_message(c, show_hidden_details);
     if (hint.empty()) continue;
-    const auto same = std::find_if(shared.begin(), shared.end(),
-                                   [&](const SharedHint& s) { return s.hint == hint && s.ran == c.ran(); });
-    if (same == shared.end())
+    const std::string key = (c.ran() ? "ran " : "not run ") +
+                            (match == HintMatch::same_but_numbers ? hint_shape(hint) : hint);
+    const std::size_t same = std::size_t(std::find(keys.begin(), keys.end(), key) - keys.begin());
+    if (same == keys.size()) {
       shared.push_back({hint, c.ran(), {c.name}});
-    else
-      same->cases.push_back(c.name);
+      keys.push_back(key);
+    } else {
+      shared[same].cases.push_back(c.name);
+      shared[same].numbers_differ = shared[same].numbers_differ || hint != shared[same].hint;
+    }
   }
   shared.erase(std::remove_if(shared.begin(), shared.end(),
                               [](const SharedHint& s) { return s.cases.size() < min_cases_sharing_a_hint; }),
@@ -415,14 +469,18 @@ std::string to_text(const Report& report, bool show_hidden_details) {
       continue;
     }
     out << "  correctness: " << passed << " of " << total << " cases passed\n";
-    const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
+    const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details, HintMatch::same_but_numbers);
     for (const CaseResult& c : lab.cases) {
       if (c.kind != "correctness" || c.passed() || in_shared_hint(shared, c.name)) continue;
       out << "    " << (c.ran() ? "FAIL " : "NOT RUN ") << c.name << ": "
           << visible_message(c, show_hidden_details) << "\n";
     }
     for (const SharedHint& s : shared)
-      out << "    " << (s.ran ? "FAIL " : "NOT RUN ") << case_list(s) << ", the same hint: " << s.hint << "\n";
+      out << "    " << (s.ran ? "FAIL " : "NOT RUN ") << case_list(s)
+          << (s.numbers_differ ? ", the same hint but for its numbers (each case's are in the reports), as "
+                                     + s.cases.front() + " gave it: "
+                               : ", the same hint: ")
+          << s.hint << "\n";
     if (!lab.sanitizer.empty()) {
       out << "  compute-sanitizer, on " << sanitizer_cases(lab) << " (your lines, the first findings):\n";
       for (const std::string& line : sanitizer_lines(lab)) out << "    " << line << "\n";

@@ -102,11 +102,21 @@ std::string visible_message(const CaseResult& c, bool show_hidden_details);
 // Correctness cases of one lab that failed, or did not run, with the same hint, so that a
 // report gives it once.
 struct SharedHint {
-  std::string hint;
+  std::string hint;                // the first case's
   bool ran = true;                 // failed, or did not run
   std::vector<std::string> cases;  // three or more, in the lab's order
+  bool numbers_differ = false;     // the cases' hints are the same but for their numbers
 };
-std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_details);
+// Which hints count as the same: the very same text (the reports, which give each case's
+// numbers in its row), or the same text but for its numbers and the values a comparison lists
+// ("3 of 256 values differ: [17] expected 4, got 5; ..."): the console, where a race hint
+// repeated with each case's counts would fill the screen.
+enum class HintMatch { same_text, same_but_numbers };
+std::vector<SharedHint> shared_hints(const LabResult& lab, bool show_hidden_details,
+                                     HintMatch match = HintMatch::same_text);
+// The hint with each number in it ("30 floats", "-1501", "2.5e-3") as "#": what hints that
+// differ only in their numbers have in common. Digits inside a name ("float4", "f15") stay.
+std::string without_numbers(const std::string& hint);
 
 // "none of its 23 cases ran (100 points)" when no case of the lab ran (a build that failed, no
 // GPU): the reports say so in one line instead of a table of cases all "not run" for the one

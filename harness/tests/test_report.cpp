@@ -102,6 +102,83 @@ TEST_SUITE("report") {
     CHECK(text.find("    FAIL case-19: own hint 19\n") != std::string::npos);
   }
 
+  TEST_CASE("numbers in a hint are what differ between cases; digits inside a name are part of it") {
+    CHECK(grade::without_numbers("expected -1501, got 1696: the 5 runs gave 2 different answers") ==
+          "expected #, got #: the # runs gave # different answers");
+    CHECK(grade::without_numbers("2.5e-3 of 2^26; 30 floats past d_out") == "# of #^#; # floats past d_out");
+    CHECK(grade::without_numbers("make_float4(0, 0) in f15, a 3x3 filter, row2") ==
+          "make_float4(#, #) in f15, a 3x3 filter, row2");
+  }
+
+  TEST_CASE("the console gives a hint once for the cases whose hints differ only in their numbers") {
+    // As lab 02's racy starter: one race hint with each case's counts, another hint shared
+    // word for word, and a hint of its own.
+    grade::LabResult lab{"02", "dot-product", "Dot product"};
+    auto failing = [&](const std::string& name, const std::string& message) {
+      grade::CaseResult c{name, "correctness"};
+      c.outcome = grade::Outcome::failed;
+      c.max_points = 2;
+      c.message = message;
+      lab.cases.push_back(c);
+    };
+    const char* sizes[] = {"1024", "1000003", "33554431", "7777777"};
+    for (int i = 0; i < 4; ++i)
+      failing(std::string("random-") + sizes[i], "expected " + std::to_string(-1501 * (i + 1)) + ", got " +
+                                                   std::to_string(56084 + i) + ": the 5 runs gave " +
+                                                   std::to_string(i + 2) + " different answers: a race");
+    for (int i = 0; i < 3; ++i) failing("ties-" + std::to_string(i), "ties are a race as well");
+    failing("own", "threads past n add garbage");
+    grade::CaseResult passed{"random-1", "correctness"};
+    passed.outcome = grade::Outcome::passed;
+    lab.cases.push_back(passed);
+    grade::add_totals(lab);
+    grade::Report report{"starter", "student files", {lab}};
+    grade::add_totals(report);
+
+    const auto grouped = grade::shared_hints(lab, true, grade::HintMatch::same_but_numbers);
+    REQUIRE(grouped.size() == 2);
+    CHECK(grouped[0].numbers_differ);
+    CHECK(grade::case_list(grouped[0]) == "random-1024, random-1000003, random-33554431, random-7777777 (4 cases)");
+    CHECK(grouped[0].hint == "expected -1501, got 56084: the 5 runs gave 2 different answers: a race");
+    CHECK_FALSE(grouped[1].numbers_differ);
+    CHECK(grouped[1].cases.size() == 3);
+    CHECK(grade::shared_hints(lab, true).size() == 1);  // word for word: the ties only
+
+    const std::string text = grade::to_text(report, true);
+    CHECK(count(text, "different answers: a race") == 1);
+    CHECK(text.find("    FAIL random-1024, random-1000003, random-33554431, random-7777777 (4 cases), the same hint "
+                    "but for its numbers (each case's are in the reports), as random-1024 gave it: expected -1501, "
+                    "got 56084: the 5 runs gave 2 different answers: a race\n") != std::string::npos);
+    CHECK(count(text, "ties are a race as well") == 1);
+    CHECK(text.find("    FAIL ties-0, ties-1, ties-2 (3 cases), the same hint: ties are a race as well\n") !=
+          std::string::npos);
+    CHECK(text.find("    FAIL own: threads past n add garbage\n") != std::string::npos);
+    CHECK(text.find("random-1:") == std::string::npos);  // a passed case is not listed
+
+    // The Markdown report keeps each case's numbers in its row.
+    const std::string markdown = grade::to_markdown(report, true);
+    CHECK(count(markdown, "different answers: a race") == 4);
+  }
+
+  TEST_CASE("the values a comparison lists are each case's own: hints that differ there are merged too") {
+    grade::LabResult lab{"08", "nbody", "N-body"};
+    const char* details[] = {"3 of 3 values differ: body 0, x expected 0, got 104349",
+                             "6 of 6 values differ: body 0, x expected 0.09, got 112440; body 1, y expected 0.4, "
+                             "got -31094.1; ...",
+                             "4684 of 24573 values differ: body 5, z expected 141124, got 141468"};
+    for (int i = 0; i < 4; ++i) {  // the last: no value was wrong, the checks saw writes out of bounds
+      grade::CaseResult c{"ragged-" + std::to_string(i), "correctness"};
+      c.outcome = grade::Outcome::failed;
+      c.message = "n = " + std::to_string(i + 1) + " is not a multiple of the tile size 256" +
+                  (i < 3 ? std::string(". ") + details[i] : std::string());
+      lab.cases.push_back(c);
+    }
+    const auto grouped = grade::shared_hints(lab, true, grade::HintMatch::same_but_numbers);
+    REQUIRE(grouped.size() == 1);
+    CHECK(grouped[0].cases.size() == 4);
+    CHECK(grouped[0].numbers_differ);
+  }
+
   TEST_CASE("two cases with one hint are listed each with it; a short list of cases is named in full") {
     const grade::LabResult two = failing_lab(2, 1);
     CHECK(grade::shared_hints(two, true).empty());
