@@ -75,13 +75,16 @@ void stage_student_files(const LabSpec& lab, const std::string& student_dir, con
 
 // A compiler's messages as a student may read them: the student's files by their own names
 // (histogram.cu, not the staged copy's path), the kit's from its root (labs/01-histogram/...),
-// and nothing of the grading machine's folders.
+// and nothing of the grading machine's folders. nvcc's temporary files, which a link error
+// names, carry its process id ("/tmp/tmpxft_00007aec_00000000-23_sgemm.o"): they lose it, so
+// that grading the same files twice (here and on Slurm) gives the same messages.
 std::string without_grader_paths(std::string log, const Toolchain& tc, const fs::path& lab_work) {
   for (const std::string& prefix : {(lab_work / "src").string() + "/", lab_work.string() + "/",
                                     (fs::path(tc.build_root) / "").string(), (fs::path(tc.source_root) / "").string()})
     if (prefix.size() > 1)  // never "/" alone: an unset root
       for (std::size_t at; (at = log.find(prefix)) != std::string::npos;) log.replace(at, prefix.size(), "");
-  return log;
+  static const std::regex temporary_file(R"((/tmp/)?tmpxft_[0-9a-f]+_[0-9a-f]+-)");
+  return std::regex_replace(log, temporary_file, "tmpxft-");
 }
 
 // The functions of C linkage a module exports (nm -D): what the runner looks up by name. The
@@ -147,9 +150,8 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolcha
 // messages in `log`. One of `modules:` that does not compile costs only its own cases (lab 13's
 // part 2 must not take part 1 with it): its module is removed, a marker says why, and its
 // messages go in `log`, which stays empty when everything compiled (warnings are not shown).
-bool build_modules(const LabSpec& lab, const std::string& student_dir, const Toolchain& tc, const fs::path& lab_work,
-                   std::string& log) {
-  stage_student_files(lab, student_dir, lab_work);
+// The student's files are staged already.
+bool build_modules(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work, std::string& log) {
   const std::vector<ModuleSources> modules = modules_to_build(lab, tc, lab_work);
   if (!build_module(lab, modules.front(), tc, lab_work, log)) return false;
   log.clear();
@@ -225,9 +227,13 @@ std::string forbidden_note(const std::string& found) {
   return "uses a forbidden library, " + found + "; this lab teaches that kernel, so write it yourself";
 }
 
-// Where the lab's own module did not build: a forbidden library it includes says more than
-// the link error it may have caused (cublasSgemm, never linked).
-std::string forbidden_include(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work) {
+// Stages the student's files, then looks for a forbidden library the lab's own module
+// includes. One decides the verdict whether the files compile or not (it says more than the
+// link error it may cause: cublasSgemm, never linked), so they are not compiled: CUB or Thrust
+// would cost nvcc most of a minute.
+std::string stage_and_find_forbidden_include(const LabSpec& lab, const std::string& student_dir,
+                                             const Toolchain& tc, const fs::path& lab_work) {
+  stage_student_files(lab, student_dir, lab_work);
   return forbidden_include(modules_to_build(lab, tc, lab_work).front(), lab_work);
 }
 
@@ -279,14 +285,14 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
              !refused.empty()) {
     result.status = LabStatus::missing_files;
     result.note = refused + " (lab not graded)";
-  } else if (!build_modules(lab, job.student_dir, toolchain, job.work_dir, result.build_log)) {
-    if (const std::string found = forbidden_include(lab, toolchain, job.work_dir); !found.empty()) {
-      result.status = LabStatus::forbidden;
-      result.note = forbidden_note(found);
-    } else {
-      result.status = LabStatus::build_failed;
-      result.note = "your files did not build: the messages below say why";
-    }
+  } else if (const std::string included =
+                 stage_and_find_forbidden_include(lab, job.student_dir, toolchain, job.work_dir);
+             !included.empty()) {
+    result.status = LabStatus::forbidden;
+    result.note = forbidden_note(included);
+  } else if (!build_modules(lab, toolchain, job.work_dir, result.build_log)) {
+    result.status = LabStatus::build_failed;
+    result.note = "your files did not build: the messages below say why";
   } else if (const std::string found = forbidden_use(lab, toolchain, job.work_dir); !found.empty()) {
     result.status = LabStatus::forbidden;
     result.note = forbidden_note(found);

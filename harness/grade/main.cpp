@@ -2,6 +2,7 @@
 // this program (and the lab runners) with Meson, then runs it.
 #include "bad_input.h"
 #include "batch.h"
+#include "build_targets.h"
 #include "catalog.h"
 #include "docs.h"
 #include "expect.h"
@@ -158,6 +159,7 @@ struct CommandLine {
   bool solution = false, as_json = false, list = false, skip_performance = false, fresh = false;
   bool retime_reference = false, expect = false, sanitize = false, no_sanitize = false, use_slurm = false;
   bool undefended = false;
+  bool list_build_targets = false;  // the ./grade launcher's question: what to build for this command
   std::uint64_t seed = 0;
   std::vector<std::string> lab_keys;
   std::string submissions_dir, out_dir, secret_file, roster_file;
@@ -225,6 +227,7 @@ void define_grading_options(CLI::App& app, CommandLine& line) {
                "run compute-sanitizer on the failing correctness cases (or, when none fails, the first few); "
                "`grade lab` does this for failing cases anyway, a batch (--submissions) only with this flag");
   app.add_flag("--no-sanitize", line.no_sanitize, "never run compute-sanitizer");
+  app.add_flag("--list-build-targets", line.list_build_targets)->group("");  // hidden: for the launcher
 }
 
 // The grading options above that a --slurm submit hands on to its jobs (whose command lines
@@ -442,6 +445,17 @@ int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& cata
   return report_expectations(check);
 }
 
+
+// The labs whose programs this command runs: none for --list, similarity and the like.
+std::vector<grade::LabSpec> labs_run(const CommandLine& line, const std::vector<grade::LabSpec>& catalog) {
+  if (line.list) return {};
+  if (line.export_case_command->parsed()) return {grade::find_lab(catalog, line.export_lab)};
+  if (line.profile->parsed()) return {grade::find_lab(catalog, line.profile_lab)};
+  for (const CLI::App* verb : {line.lab, line.all, line.calibrate, line.collect, line.slurm_task})
+    if (verb->parsed()) return chosen_labs(line, catalog);
+  return {};
+}
+
 // `grade lab ...` / `grade all` on this checkout's files (or the reference solutions).
 int grade_checkout(const CommandLine& line, const std::vector<grade::LabSpec>& chosen,
                    const grade::Toolchain& toolchain) {
@@ -473,6 +487,11 @@ bool any_option_given(const CLI::App& app) {
 int run(const CLI::App& app, const CommandLine& line) {
   const grade::Toolchain toolchain = grade::configured_toolchain();
   const std::vector<grade::LabSpec> catalog = grade::load_catalog(toolchain.source_root);
+  if (line.list_build_targets) {
+    for (const std::string& target : grade::build_targets(labs_run(line, catalog), toolchain.build_root))
+      std::cout << target << "\n";
+    return exit_all_passed;
+  }
   if (line.selftest->parsed()) {
     std::cerr << "grade: run `./grade selftest` from the kit's folder: the launcher runs the tests with Meson\n";
     return exit_usage;
