@@ -21,10 +21,6 @@ using nlohmann::json;
 
 namespace grade {
 
-namespace {
-
-// ---- Text and files
-
 // RFC 4180: a field holding a comma, a quote or a line break is quoted, its quotes doubled.
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
@@ -38,6 +34,10 @@ std::string csv_row(const std::vector<std::string>& fields) {
   for (std::size_t i = 0; i < fields.size(); ++i) row += (i ? "," : "") + csv_field(fields[i]);
   return row + "\n";
 }
+
+namespace {
+
+// ---- Text and files
 
 // XML 1.0 takes no control characters but tab and newline; the markup escapes are HTML's.
 std::string xml_escaped(const std::string& text) {

@@ -17,6 +17,9 @@
 
 namespace grade {
 
+// One CSV line (RFC 4180): a field holding a comma, a quote or a line break is quoted.
+std::string csv_row(const std::vector<std::string>& fields);
+
 // A row per student, a column per lab, the total and the maximum, whether an instructor's
 // secret changed the inputs (yes/no), then notes: why a lab was not graded, as its report
 // says it. With a roster, the student's id, name and email follow the folder's name. A lab

@@ -9,6 +9,7 @@
 #include "exports.h"
 #include "grader.h"
 #include "model.h"
+#include "similarity.h"
 #include "slurm.h"
 
 #include "labkit/defences.h"
@@ -171,7 +172,8 @@ struct CommandLine {
   int task_index = -1;
   // The verbs; `parsed()` says which one was given.
   CLI::App *lab = nullptr, *all = nullptr, *selftest = nullptr, *export_case_command = nullptr, *profile = nullptr,
-           *calibrate = nullptr, *collect = nullptr, *slurm_task = nullptr, *docs = nullptr;
+           *calibrate = nullptr, *collect = nullptr, *slurm_task = nullptr, *docs = nullptr,
+           *similarity = nullptr;
 };
 
 // A count or a number of seconds: `least` or more. (CLI11's own ranges name the type's limits.)
@@ -263,6 +265,10 @@ void define_verbs(CLI::App& app, CommandLine& line) {
   line.calibrate = app.add_subcommand(
       "calibrate", "time the reference solutions afresh and keep the times for later runs on this GPU (needs a GPU)");
   line.calibrate->add_option("labs", line.lab_keys, "the labs (default: all)");
+  line.similarity = app.add_subcommand(
+      "similarity", "with --submissions DIR: per lab, the pairs of submissions that share code, ranked, in HTML and "
+                    "CSV (the starter's own lines left out; needs sim_c++, Debian's similarity-tester)");
+  line.similarity->add_option("--lab", line.lab_keys, "the labs (default: all)");
   line.docs = app.add_subcommand(
       "docs", "render the READMEs' tables of what each lab's starter, chapter version and reference earn from the "
               "records in grading/policy/h100/, into their marked blocks (no GPU needed)");
@@ -299,13 +305,15 @@ void define_command_line(CLI::App& app, CommandLine& line) {
   define_slurm(app, line);
   // Flags may come before or after the verb: `grade lab 01 --solution` works too.
   for (CLI::App* verb : {line.lab, line.all, line.export_case_command, line.profile, line.calibrate, line.collect,
-                         line.slurm_task})
+                         line.slurm_task, line.similarity})
     verb->fallthrough()->footer("The options below go before or after the verb.");
 }
 
 // The labs named (each once: `lab 01 1 histogram` is lab 01), or every lab.
 std::vector<grade::LabSpec> chosen_labs(const CommandLine& line, const std::vector<grade::LabSpec>& catalog) {
-  const bool named = line.lab->parsed() || ((line.calibrate->parsed() || line.collect->parsed()) && !line.lab_keys.empty());
+  const bool named = line.lab->parsed() ||
+                     ((line.calibrate->parsed() || line.collect->parsed() || line.similarity->parsed()) &&
+                      !line.lab_keys.empty());
   if (!named) return catalog;
   std::vector<grade::LabSpec> chosen;
   for (const std::string& key : line.lab_keys) {
@@ -445,7 +453,6 @@ int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& cata
   return report_expectations(check);
 }
 
-
 // The labs whose programs this command runs: none for --list, similarity and the like.
 std::vector<grade::LabSpec> labs_run(const CommandLine& line, const std::vector<grade::LabSpec>& catalog) {
   if (line.list) return {};
@@ -454,6 +461,35 @@ std::vector<grade::LabSpec> labs_run(const CommandLine& line, const std::vector<
   for (const CLI::App* verb : {line.lab, line.all, line.calibrate, line.collect, line.slurm_task})
     if (verb->parsed()) return chosen_labs(line, catalog);
   return {};
+}
+
+// `grade similarity --submissions DIR`: per lab, an HTML and a CSV report of the pairs that
+// share code, and the first pairs on the console.
+int similarity(const CommandLine& line, const std::vector<grade::LabSpec>& chosen,
+               const grade::Toolchain& toolchain) {
+  if (line.submissions_dir.empty())
+    throw grade::BadInput("similarity compares a class: give its folder with --submissions DIR");
+  const std::string sim = grade::find_similarity_tester();
+  if (sim.empty()) {
+    std::cerr << "grade similarity: sim_c++ is not installed here; it comes with similarity-tester "
+                 "(Debian, Ubuntu: sudo apt-get install similarity-tester)\n";
+    return exit_not_run;
+  }
+  const auto submissions = grade::find_submissions(line.submissions_dir);
+  const std::string name = grade::class_name(line.submissions_dir);
+  const fs::path out = line.out_dir.empty()
+                           ? fs::path(toolchain.source_root) / "grading" / "reports" / name / "similarity"
+                           : fs::path(line.out_dir);
+  fs::create_directories(out);
+  const fs::path work = fs::path(grade::batch_work_dir(toolchain.build_root, out.string())) / "similarity";
+  for (const grade::LabSpec& lab : chosen) {
+    const grade::LabSimilarity found = grade::compare_submissions(lab, submissions, sim, (work / lab.dir).string());
+    std::ofstream(out / (lab.dir + ".html")) << grade::similarity_html(found, name);
+    std::ofstream(out / (lab.dir + ".csv")) << grade::similarity_csv(found);
+    std::cout << grade::similarity_summary(found, 3);
+  }
+  std::printf("Reports: %s/NN-name.{html,csv}\n", out.string().c_str());
+  return exit_all_passed;
 }
 
 // `grade lab ...` / `grade all` on this checkout's files (or the reference solutions).
@@ -515,6 +551,7 @@ int run(const CLI::App& app, const CommandLine& line) {
   if (line.profile->parsed()) return profile(line, catalog, toolchain);
   if (line.docs->parsed()) return grade::docs::write_all(toolchain.source_root, catalog);
   const std::vector<grade::LabSpec> chosen = chosen_labs(line, catalog);
+  if (line.similarity->parsed()) return similarity(line, chosen, toolchain);
   if (line.calibrate->parsed())
     return calibrate(chosen, toolchain, batch_options(line, toolchain, read_secret(line.secret_file)).grade);
   grade::stop_children_on_interrupt();
