@@ -88,12 +88,22 @@ std::vector<std::string> file_problems(const fs::path& file, const YAML::Node& l
 
 namespace {
 
-// The kit's copy of a lab's file: labs/*/NAME (the starter) or solutions/*/NAME.
+// Where the kit keeps each kind of a lab's files: labs/*/ (the starter), solutions/*/ (the
+// reference) and grading/policy/chapter/*/ (the chapter's technique, as its tier was recorded).
+fs::path kit_folder(const std::string& source_root, const std::string& kind) {
+  if (kind == "starter") return fs::path(source_root) / "labs";
+  if (kind == "reference") return fs::path(source_root) / "solutions";
+  if (kind == "chapter") return fs::path(source_root) / "grading" / "policy" / "chapter";
+  return {};
+}
+
+// The kit's copy of a lab's file NAME of that kind.
 fs::path kit_file(const std::string& source_root, const std::string& name, const std::string& kind,
                   const fs::path& expected_file) {
-  if (kind != "starter" && kind != "reference")
-    throw BadInput(expected_file.string() + " takes " + name + " from `" + kind + "`; the kit's files are `starter` or `reference`");
-  const fs::path folder = fs::path(source_root) / (kind == "starter" ? "labs" : "solutions");
+  const fs::path folder = kit_folder(source_root, kind);
+  if (folder.empty())
+    throw BadInput(expected_file.string() + " takes " + name + " from `" + kind +
+                   "`; the kit's files are `starter`, `reference` or `chapter`");
   std::error_code absent;
   for (const auto& lab : fs::directory_iterator(folder, absent))
     if (fs::is_regular_file(lab.path() / name)) return lab.path() / name;

@@ -110,6 +110,12 @@ TEST_SUITE("expected verdicts") {
     CHECK(class_[0].base == (staging / "part-1-only").string());
     CHECK(fs::exists(staging / "part-1-only" / "allreduce.cu"));
     CHECK(fs::exists(staging / "part-1-only" / "mpi_allreduce.cu"));
+    fs::create_directories(kit / "grading" / "policy" / "chapter" / "13-allreduce");
+    std::ofstream(kit / "grading" / "policy" / "chapter" / "13-allreduce" / "allreduce.cu") << "// the chapter's\n";
+    const fs::path twin = submissions({{"twin", "files: {allreduce.cu: chapter}\nlabs:\n  \"13\": {}\n"}});
+    std::vector<grade::Submission> twins = grade::find_submissions(twin.string());
+    grade::use_kit_files(twins, kit.string(), staging.string());
+    CHECK(fs::exists(staging / "twin" / "allreduce.cu"));
     const fs::path unknown = submissions({{"typo", "files: {mpi_allreduce.cu: starter}\nlabs: {}\n"}});
     std::vector<grade::Submission> typo = grade::find_submissions(unknown.string());
     CHECK_THROWS_AS(grade::use_kit_files(typo, kit.string(), staging.string()), grade::BadInput);
