@@ -491,10 +491,10 @@ bool ring_case(const Case& c) { return !labkit::runs_in_mpi_ranks(c); }
 labkit::PerfHint ring_hint(double bytes) {
   const double below_gbps = bytes < 64.0 * (1 << 20) ? 40 : 150;
   return bus_bandwidth_hint(bytes, below_gbps, 0,
-                            ": the algorithm, not the link, limits it. The starter's design, its bug fixed, gets "
-                            "about this (30 GB/s at 16 MiB and 105 at 256 MiB on 2 x H200, where the reference "
-                            "reaches 189 and 320). It already gives each GPU one part to sum; what costs is a "
-                            "cudaMalloc, a cudaFree and a cudaDeviceSynchronize on every GPU in every call, and "
+                            ": the algorithm, not the link, limits it. The starter's design, its bug fixed, runs "
+                            "at about this rate, a fraction of what the link allows. It already gives each GPU one "
+                            "part to sum; what costs is a cudaMalloc, a cudaFree and a cudaDeviceSynchronize on "
+                            "every GPU in every call, and "
                             "cudaMemcpyPeer copies on the legacy default stream, each serialised with all work on "
                             "both GPUs, so one copy in one direction of one link runs at a time. Keep scratch, "
                             "streams and events between calls; read the peers' copies of each GPU's slice from a "
