@@ -239,7 +239,9 @@ std::string race_or_generic(const Bits& expected, const Bits& actual, const Bits
     return "two runs on the same input gave different outputs (the first wrong element moved from " +
            std::to_string(wrong) + " to " + std::to_string(first_mismatch(expected, again)) + "): a race. Look for "
            "a missing __syncthreads() between writing and reading shared memory, or a look-back that reads a "
-           "predecessor's flag before its count is visible. " + where;
+           "predecessor's flag before its count is visible (flag and count in one 64-bit word, or a "
+           "__threadfence() between writing the count and the flag and another between reading the flag and the "
+           "count). " + where;
   const size_t holes = count_poison(actual);
   if (holes > 0)
     return std::to_string(holes) + " output slots were never written (still 0xA5A5A5A5): some addresses were "
