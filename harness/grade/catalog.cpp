@@ -117,6 +117,20 @@ const LabSpec& find_lab(const std::vector<LabSpec>& labs, const std::string& typ
   throw BadInput("no lab '" + typed + "'; the labs are:" + known);
 }
 
+nlohmann::json catalog_json(const std::vector<LabSpec>& labs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const LabSpec& lab : labs) {
+    nlohmann::json modules = nlohmann::json::array();
+    for (const ExtraModule& extra : lab.modules) modules.push_back({{"name", extra.name}, {"files", extra.files}});
+    out.push_back({{"dir", lab.dir}, {"id", lab.id}, {"name", lab.name}, {"title", lab.title},
+                   {"folder", lab.folder}, {"dataset", lab.dataset}, {"student_files", lab.student_files},
+                   {"forbidden", lab.forbidden}, {"min_gpus", lab.min_gpus},
+                   {"time_limit_seconds", lab.time_limit_seconds}, {"max_points", max_points(lab)},
+                   {"modules", modules}});
+  }
+  return out;
+}
+
 double max_points(const LabSpec& lab) {
   double points = lab.correctness_points;
   for (const PerformanceRubric& rubric : lab.performance) points += rubric.points;

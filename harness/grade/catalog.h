@@ -1,6 +1,8 @@
 // The labs the kit has, read from each labs/NN-name/lab.yaml.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -57,6 +59,10 @@ std::vector<LabSpec> load_catalog(const std::string& source_root);
 
 // The points a lab is worth: its correctness points and every performance case's.
 double max_points(const LabSpec& lab);
+
+// The catalog as JSON, one object per lab (`grade --list --json`): what scripts and the build
+// read instead of parsing lab.yaml themselves.
+nlohmann::json catalog_json(const std::vector<LabSpec>& labs);
 
 // "01", "1", "histogram", "01-histogram" or its folder ("labs/01-histogram/") → the lab;
 // throws BadInput (bad_input.h) listing the labs when none match.

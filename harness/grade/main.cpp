@@ -193,7 +193,7 @@ CLI::Validator at_least(int least) {
 void define_grading_options(CLI::App& app, CommandLine& line) {
   app.add_flag("--solution", line.solution, "grade the reference solutions instead of the student files");
   app.add_flag("--json", line.as_json, "print the report as JSON instead of text");
-  app.add_flag("--list", line.list, "list the labs and exit");
+  app.add_flag("--list", line.list, "list the labs and exit (with --json: the catalog as JSON, for scripts)");
   app.add_flag("--no-performance", line.skip_performance, "run the correctness cases only");
   app.add_option("--seed", line.seed, "change every case's inputs (same cases, new random data)");
   app.add_option("--submissions", line.submissions_dir,
@@ -536,6 +536,10 @@ int run(const CLI::App& app, const CommandLine& line) {
     std::cerr << "grade: say what to grade: `./grade all ...` or `./grade lab 01 ...` (options alone grade "
                  "nothing); see ./grade --help\n";
     return exit_usage;
+  }
+  if (line.list && line.as_json) {
+    std::cout << grade::catalog_json(catalog).dump(2) << "\n";
+    return exit_all_passed;
   }
   if (line.list || app.get_subcommands().empty()) {
     list_labs(catalog);

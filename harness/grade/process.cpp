@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -20,6 +21,7 @@ namespace grade {
 namespace {
 
 constexpr std::size_t output_tail_bytes = 6000;
+constexpr double max_uncounted_seconds = 3600;
 
 // Process groups of the children now running, so an interrupt can stop them all. A fixed
 // array of atomics: readable from a signal handler without locks.
@@ -125,6 +127,9 @@ void take_lines(std::string& pending, std::vector<std::string>& lines) {
 }  // namespace
 
 std::string ChildOutcome::describe() const {
+  if (timed_out && uncounted_seconds >= 1)
+    return "timed out after " + std::to_string(int(wall_seconds - uncounted_seconds)) + " s of its own (and " +
+           std::to_string(int(uncounted_seconds)) + " s waiting for the GPU or timing the reference) and was killed";
   if (timed_out) return "timed out after " + std::to_string(int(wall_seconds)) + " s and was killed";
   if (signal == SIGXCPU) return "used up its CPU-time limit (a host-side loop that never ends?)";
   if (signal == SIGXFSZ) return "wrote more output than allowed";
@@ -179,6 +184,9 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits) {
   int status = 0;
   bool exited = false;
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  auto uncounted = [&] {
+    return request.uncounted_seconds ? std::min(request.uncounted_seconds(), max_uncounted_seconds) : 0.0;
+  };
   while (!exited) {
     if (channel[0] >= 0) {
       pollfd poll_fd{channel[0], POLLIN, 0};
@@ -198,7 +206,7 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits) {
       usleep(50 * 1000);
     }
     exited = waitpid(pid, &status, WNOHANG) == pid;
-    if (!exited && elapsed() > limits.wall_seconds) {
+    if (!exited && elapsed() - uncounted() > limits.wall_seconds) {
       outcome.timed_out = true;
       kill(-pid, SIGKILL);
       waitpid(pid, &status, 0);
@@ -217,6 +225,7 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits) {
     close(channel[0]);
   }
   outcome.wall_seconds = elapsed();
+  outcome.uncounted_seconds = uncounted();
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status) && !outcome.timed_out) outcome.signal = WTERMSIG(status);
   outcome.output_tail = read_tail(request.log_path);

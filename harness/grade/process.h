@@ -23,6 +23,7 @@ struct ChildOutcome {
   int signal = 0;      // when a signal ended it
   bool timed_out = false;
   double wall_seconds = 0;
+  double uncounted_seconds = 0;           // of wall_seconds, what the limit did not count
   std::string output_tail;                // the end of stdout and stderr together
   std::vector<std::string> result_lines;  // what arrived on the result channel
   std::string describe() const;           // "exit 0", "killed by SIGSEGV", "timed out after 300 s"
@@ -37,6 +38,10 @@ struct ChildRequest {
   bool result_channel = false;
   std::string result_token;
   std::function<void(const std::string&)> on_result_line;  // called as each line arrives (progress)
+  // The seconds so far that the wall-clock limit does not count (the child waiting on others,
+  // as it says on its result channel); none when empty. They count up to an hour at most, so
+  // a child that stops its clock and never starts it again still ends.
+  std::function<double()> uncounted_seconds;
 };
 
 ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits);

@@ -13,6 +13,8 @@ std::string lab_label(const LabSpec& lab) { return "lab " + lab.id + " " + lab.n
 RecordHandler case_progress(LiveLine& live, const LabSpec& lab, std::size_t correctness_cases) {
   auto seen = std::make_shared<std::set<std::string>>();
   return [&live, &lab, correctness_cases, seen](const protocol::Record& record) {
+    if (const auto* clock = std::get_if<protocol::ClockRecord>(&record); clock && !clock->counting)
+      return live.show(lab_label(lab) + ": " + clock->why);
     const auto* progress = std::get_if<protocol::ProgressRecord>(&record);
     if (progress == nullptr) return;
     const std::string& name = progress->case_name;

@@ -6,6 +6,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -30,6 +32,7 @@ struct RecordCollector {
   void operator()(const protocol::SandboxRecord& record) { r.sandbox = record.description; }
   void operator()(const protocol::ForbiddenRecord& record) { r.forbidden_library = record.library; }
   void operator()(const protocol::ProgressRecord&) {}
+  void operator()(const protocol::ClockRecord&) {}
   void operator()(const protocol::ProfiledRecord& record) {
     if (!r.profiled) r.profiled = record;
   }
@@ -61,6 +64,20 @@ std::string gpu_locks(const GradeOptions& options, int gpu) {
 }
 
 }  // namespace
+
+void RunnerClock::take(const labkit::protocol::ClockRecord& record) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!record.counting && !stopped_since_) stopped_since_ = now;
+  if (record.counting && stopped_since_) {
+    stopped_seconds_ += std::chrono::duration<double>(now - *stopped_since_).count();
+    stopped_since_.reset();
+  }
+}
+
+double RunnerClock::stopped_seconds() const {
+  if (!stopped_since_) return stopped_seconds_;
+  return stopped_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - *stopped_since_).count();
+}
 
 int time_limit(const LabSpec& lab, const GradeOptions& options) {
   return options.time_limit_seconds > 0 ? options.time_limit_seconds : lab.time_limit_seconds;
@@ -113,10 +130,14 @@ RunOutcome run_checks(const RunContext& context, const protocol::RunnerArguments
   // The seed goes in the environment: other processes can read a command line.
   ChildRequest request{argv, {{protocol::env::run_seed, std::to_string(options.seed)}}, {protocol::env::secret},
                        (lab_work / log_name).string(), {}, true, token};
-  if (on_record)
-    request.on_result_line = [&on_record, &token](const std::string& line) {
-      if (const auto record = protocol::read_record(line, token)) on_record(*record);
-    };
+  RunnerClock clock;
+  request.on_result_line = [&on_record, &token, &clock](const std::string& line) {
+    const auto record = protocol::read_record(line, token);
+    if (!record) return;
+    if (const auto* tick = std::get_if<protocol::ClockRecord>(&*record)) clock.take(*tick);
+    if (on_record) on_record(*record);
+  };
+  request.uncounted_seconds = [&clock] { return clock.stopped_seconds(); };
   if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
   if (!options.gpu_lock_dir.empty()) request.environment[protocol::env::gpu_lock] = gpu_locks(options, gpu);
   // Each of `modules:` sits beside the module: module-mpi.so, lab-NN-name-solution-mpi.so.

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -47,6 +48,18 @@ struct RunContext {
   int gpu;
   std::filesystem::path module;  // what the host runs: the submission's, or the reference for calibration
   std::string suites;
+};
+
+// The spans in which a runner's clock stood still (labkit::protocol::ClockRecord), summed for
+// its time limit; a span still open counts up to now.
+class RunnerClock {
+ public:
+  void take(const labkit::protocol::ClockRecord& record);
+  double stopped_seconds() const;
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> stopped_since_;
+  double stopped_seconds_ = 0;
 };
 
 // Called with each record as it arrives (the terminal's status line).

@@ -354,9 +354,25 @@ static std::vector<int>& gpu_lock_fds() {
   return fds;
 }
 
+// While one lives, the grader's time limit does not count this runner's time: it waits for
+// others or does the grader's own work (protocol::ClockRecord). So a submission's verdict
+// does not depend on how many labs share its GPU or whether the reference's times were cached.
+class ClockStopped {
+ public:
+  explicit ClockStopped(const char* why) { emit_result(protocol::ClockRecord{false, why}); }
+  ~ClockStopped() { emit_result(protocol::ClockRecord{true, ""}); }
+  ClockStopped(const ClockStopped&) = delete;
+  ClockStopped& operator=(const ClockStopped&) = delete;
+};
+
+static void lock_gpus_uncounted(int how) {
+  const ClockStopped waiting("waiting for the GPU: another lab is timing on it");
+  lock_gpus(gpu_lock_fds(), how);
+}
+
 void hold_gpu_alone() {
   static bool holding_alone = false;
-  if (!holding_alone) lock_gpus(gpu_lock_fds(), LOCK_EX);
+  if (!holding_alone) lock_gpus_uncounted(LOCK_EX);
   holding_alone = true;
 }
 
@@ -406,7 +422,10 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   // Nothing of the submission's may run while the reference is timed: no process, no thread.
   if (s.student) s.student->stop();
   share_timing_cpu();
-  ReferenceTime reference = reference_time(c, reference_side, library, bytes_moved, peak);
+  ReferenceTime reference = [&] {
+    const ClockStopped timing_reference("timing the reference");
+    return reference_time(c, reference_side, library, bytes_moved, peak);
+  }();
   if (reference.json.contains("library")) {
     record["anchor"] = reference.json["library"];
     reference.json.erase("library");
@@ -437,6 +456,7 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
     const double noise = ratio_noise(noise_relative_error(student_time.ms), reference.relative_error());
     if (reference.cached && near_threshold(c.name, record["ratio"], noise)) {
       s.student->stop();
+      const ClockStopped timing_reference("timing the reference again");
       reference = measure_reference(reference_side, bytes_moved, peak);
       reference.source = "measured again in this run: the ratio sat near a threshold";
       record["reference"] = reference.json;
@@ -576,7 +596,7 @@ int main(int argc, char** argv) {
   try {
     const char* locks = std::getenv(protocol::env::gpu_lock);
     gpu_lock_fds() = open_gpu_locks(locks != nullptr ? locks : "");
-    lock_gpus(gpu_lock_fds(), LOCK_SH);  // before this process does anything on the GPU
+    lock_gpus_uncounted(LOCK_SH);  // before this process does anything on the GPU
     args = parse_arguments(argc, argv);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "labkit runner: %s\n", error.what());

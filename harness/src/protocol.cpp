@@ -23,7 +23,7 @@ constexpr Outcome all_outcomes[] = {Outcome::passed, Outcome::failed, Outcome::n
 constexpr RecordType all_types[] = {RecordType::correctness, RecordType::performance, RecordType::calibration,
                                     RecordType::profiled,    RecordType::progress,    RecordType::device,
                                     RecordType::sandbox,     RecordType::skipped,     RecordType::fault,
-                                    RecordType::forbidden,   RecordType::done};
+                                    RecordType::forbidden,   RecordType::done,        RecordType::clock};
 
 }  // namespace
 
@@ -56,6 +56,7 @@ const char* to_string(RecordType type) {
     case RecordType::fault: return "fault";
     case RecordType::forbidden: return "forbidden";
     case RecordType::done: return "done";
+    case RecordType::clock: return "clock";
   }
   return "";
 }
@@ -83,6 +84,7 @@ struct TypeOf {
   RecordType operator()(const FaultRecord&) const { return RecordType::fault; }
   RecordType operator()(const ForbiddenRecord&) const { return RecordType::forbidden; }
   RecordType operator()(const DoneRecord&) const { return RecordType::done; }
+  RecordType operator()(const ClockRecord&) const { return RecordType::clock; }
 };
 
 struct Fields {
@@ -108,6 +110,7 @@ struct Fields {
   json operator()(const FaultRecord& r) const { return {{"message", r.message}}; }
   json operator()(const ForbiddenRecord& r) const { return {{"library", r.library}}; }
   json operator()(const DoneRecord& r) const { return {{"failures", r.failures}}; }
+  json operator()(const ClockRecord& r) const { return {{"counting", r.counting}, {"why", r.why}}; }
 };
 
 std::string text(const json& j, const char* key) {
@@ -136,6 +139,7 @@ Record from_json(RecordType type, const json& j) {
     case RecordType::fault: return FaultRecord{text(j, "message")};
     case RecordType::forbidden: return ForbiddenRecord{text(j, "library")};
     case RecordType::done: return DoneRecord{j.value("failures", 0)};
+    case RecordType::clock: return ClockRecord{j.value("counting", true), text(j, "why")};
   }
   throw std::logic_error("unknown record type");
 }

@@ -1,9 +1,13 @@
 #include "process.h"
+#include "runner_client.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <thread>
 
 namespace {
 grade::ChildOutcome run_shell(const std::string& script, int wall_seconds = 10, bool channel = false,
@@ -28,6 +32,51 @@ TEST_SUITE("process") {
     CHECK(outcome.timed_out);
     CHECK(outcome.wall_seconds < 5);
     CHECK(outcome.describe().find("timed out") != std::string::npos);
+  }
+
+  TEST_CASE("the limit counts only the time the child does not spend waiting on others") {
+    const auto log = (std::filesystem::temp_directory_path() / "labkit-test-child.log").string();
+    grade::ChildRequest request{{"/bin/bash", "-c", "sleep 2"}, {}, {}, log};
+    const auto started = std::chrono::steady_clock::now();
+    request.uncounted_seconds = [started] {  // all but its first half second
+      return std::max(0.0, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() - 0.5);
+    };
+    const auto waited = grade::run_child(request, {1, 20, 1 << 20});
+    CHECK_FALSE(waited.timed_out);
+    CHECK(waited.exit_code == 0);
+    CHECK(waited.uncounted_seconds > 1);
+
+    request.argv = {"/bin/bash", "-c", "sleep 100"};
+    request.uncounted_seconds = [] { return 0.5; };  // its clock ran again after half a second
+    const auto stuck = grade::run_child(request, {1, 20, 1 << 20});
+    CHECK(stuck.timed_out);
+    CHECK(stuck.wall_seconds < 5);
+  }
+
+  TEST_CASE("a runner's stopped clock sums its stopped spans, an open one up to now") {
+    using labkit::protocol::ClockRecord;
+    grade::RunnerClock clock;
+    CHECK(clock.stopped_seconds() == 0);
+    clock.take(ClockRecord{false, "waiting for the GPU"});
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    clock.take(ClockRecord{false, "a second stop changes nothing"});
+    CHECK(clock.stopped_seconds() >= 0.05);
+    clock.take(ClockRecord{true, ""});
+    const double first_span = clock.stopped_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    CHECK(clock.stopped_seconds() == first_span);  // running: nothing more is left out
+    clock.take(ClockRecord{true, ""});
+    CHECK(clock.stopped_seconds() == first_span);
+  }
+
+  TEST_CASE("a child killed for time says how much of it was its own") {
+    grade::ChildOutcome outcome;
+    outcome.timed_out = true;
+    outcome.wall_seconds = 42.5;
+    CHECK(outcome.describe() == "timed out after 42 s and was killed");
+    outcome.uncounted_seconds = 12.2;
+    CHECK(outcome.describe() ==
+          "timed out after 30 s of its own (and 12 s waiting for the GPU or timing the reference) and was killed");
   }
 
   TEST_CASE("a crash is named by its signal") {

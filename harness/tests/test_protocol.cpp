@@ -69,7 +69,8 @@ TEST_SUITE("protocol") {
         protocol::SkippedRecord{"no CUDA device"},
         protocol::FaultRecord{"dataset unreadable"},
         protocol::ForbiddenRecord{"libcublas"},
-        protocol::DoneRecord{2}};
+        protocol::DoneRecord{2},
+        protocol::ClockRecord{false, "timing the reference"}};
     for (const protocol::Record& record : records) {
       const auto back = protocol::read_record(line(record, "t"), "t");
       REQUIRE(back.has_value());
@@ -78,6 +79,9 @@ TEST_SUITE("protocol") {
     }
     CHECK(std::get<protocol::DeviceRecord>(*protocol::read_record(line(records[4], "t"), "t")).sm_count == 132);
     CHECK(std::get<protocol::DoneRecord>(*protocol::read_record(line(records[9], "t"), "t")).failures == 2);
+    const auto clock = std::get<protocol::ClockRecord>(*protocol::read_record(line(records[10], "t"), "t"));
+    CHECK_FALSE(clock.counting);
+    CHECK(clock.why == "timing the reference");
   }
 
   TEST_CASE("the runner's arguments survive to_argv and parse") {

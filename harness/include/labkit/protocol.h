@@ -49,6 +49,7 @@ enum class RecordType {
   fault,        // the runner could not start
   forbidden,    // the submission loaded a forbidden library at run time
   done,         // the runner finished every case
+  clock,        // the runner's own time stops or starts again (its time limit counts only its own)
 };
 
 const char* to_string(RecordType type);
@@ -108,8 +109,16 @@ struct DoneRecord {
   int failures = 0;
 };
 
+// A run's time limit counts the submission's own time: not the time its runner waits for the
+// GPU (another lab on the same GPU is timing) nor the time it spends timing the reference and
+// the library. The runner sends `counting: false` before such a wait and `true` after it.
+struct ClockRecord {
+  bool counting = true;
+  std::string why;  // what the runner waits for, while the clock is stopped
+};
+
 using Record = std::variant<CorrectnessRecord, PerformanceRecord, ProfiledRecord, ProgressRecord, DeviceRecord,
-                            SandboxRecord, SkippedRecord, FaultRecord, ForbiddenRecord, DoneRecord>;
+                            SandboxRecord, SkippedRecord, FaultRecord, ForbiddenRecord, DoneRecord, ClockRecord>;
 
 RecordType type_of(const Record& record);
 nlohmann::json to_json(const Record& record);  // with "type"; the channel adds the token
