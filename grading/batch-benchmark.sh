@@ -1,38 +1,34 @@
 #!/usr/bin/env bash
-# The class-grading benchmark: a class made of the red-team corpus (build, run and
-# timing entries) plus honest submissions (the reference solutions and the starters), graded
-# with performance on, then graded again with --fresh. Prints the batch rate of each pass and
+# The class-grading benchmark: a synthetic class (grading/make-class.py: per student and lab,
+# the reference, the chapter version, the starter or a red-team entry) graded with performance
+# on, once per pass, each pass --fresh. Prints each pass's batch rate and, after two passes,
 # the verdicts that flipped between them (grading/compare-verdicts.py).
-#   [LABS="01 02"] bash grading/batch-benchmark.sh [GRADE] [PASSES]
-# GRADE: the grader (default: ./grade); PASSES: "first second" (default), or one of them, to
-# spread the passes over two sessions (compare the students/ folders afterwards); LABS: grade
-# only these labs (default: all); GRADE_OPTIONS: more options for the grader (e.g.
-# "--runs-per-gpu 3").
+#   [STUDENTS=12] [LABS="01 02"] bash grading/batch-benchmark.sh [GRADE] [PASSES]
+# GRADE: the ./grade launcher or a built labkit-grade (default: ./grade); PASSES: pass names
+# (default "first second"); a pass named like one already in $OUT is graded again. The same
+# STUDENTS and SEED write the same class, so passes on other machines (or --gpus, set in
+# GRADE_OPTIONS) compare: `compare-verdicts.py A/students B/students`. LABS: only these labs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 grade="${1:-$root/grade}"
 class="${CLASS_DIR:-/tmp/labkit-class}"
 out="${OUT:-/tmp/labkit-class-out}"
-rm -rf "$class" && mkdir -p "$class" "$out"
-for kind in build run timing; do
-  for entry in "$root"/grading/redteam/$kind/*/; do cp -r "$entry" "$class/$kind-$(basename "$entry")"; done
-done
-mkdir -p "$class/honest-reference" "$class/honest-starter"
-for lab in "$root"/labs/[0-9][0-9]-*/; do
-  name=$(basename "$lab")
-  cp "$root"/solutions/"$name"/* "$class/honest-reference/"
-  for file in $(sed -n 's/^student_files: \[\(.*\)\].*/\1/p' "$lab/lab.yaml" | tr -d ' ' | tr ',' ' '); do
-    cp "$lab/$file" "$class/honest-starter/"
-  done
-done
-echo "class: $(ls "$class" | wc -l) submissions in $class"
+mkdir -p "$out"
+grader="$grade"
+if [[ "$(basename "$grade")" == "grade" ]]; then
+  "$grade" all --list-build-targets >/dev/null  # the launcher builds the grader first
+  grader="${LABKIT_BUILD_DIR:-$root/build}/harness/grade/labkit-grade"
+fi
+python3 "$root/grading/make-class.py" "$grader" "$class" --students "${STUDENTS:-12}" --seed "${SEED:-1}" || exit 1
 which=(all)
 [[ -n "${LABS:-}" ]] && read -ra which <<<"lab $LABS"
-for pass in ${2:-first second}; do
+passes=(${2:-first second})
+for pass in "${passes[@]}"; do
   echo "=== $pass pass"
   # shellcheck disable=SC2086 # GRADE_OPTIONS is a list of words
   "$grade" "${which[@]}" --submissions "$class" --fresh --out "$out/$pass" ${GRADE_OPTIONS:-} >"$out/$pass.log" 2>&1
   grep -E "batch rate|lab-submissions graded" "$out/$pass.log"
 done
-[[ -d "$out/first/students" && -d "$out/second/students" ]] &&
-  python3 "$root/grading/compare-verdicts.py" "$out/first/students" "$out/second/students"
+if (( ${#passes[@]} == 2 )); then
+  python3 "$root/grading/compare-verdicts.py" "$out/${passes[0]}/students" "$out/${passes[1]}/students"
+fi
