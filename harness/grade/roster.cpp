@@ -5,6 +5,7 @@
 #include "unicode.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -25,7 +26,7 @@ bool blank(const std::vector<std::string>& record) {
 
 // Where each known column is in the header; -1 when absent.
 struct Columns {
-  int folder = -1, student_id = -1, name = -1, email = -1;
+  int folder = -1, student_id = -1, name = -1, email = -1, handle = -1;
 };
 
 Columns columns_of(const std::vector<std::string>& header) {
@@ -36,12 +37,21 @@ Columns columns_of(const std::vector<std::string>& header) {
     if (name == "student_id") columns.student_id = i;
     if (name == "name") columns.name = i;
     if (name == "email") columns.email = i;
+    if (name == "handle") columns.handle = i;
   }
   return columns;
 }
 
 std::string field(const std::vector<std::string>& record, int column) {
   return column >= 0 && column < int(record.size()) ? trimmed(record[column]) : std::string();
+}
+
+// Two handles a reader cannot tell apart on the board ("Ada", "ada", an accent written two
+// ways) are one.
+std::string handle_key(const std::string& handle) {
+  std::string key = composed(handle);
+  for (char& c : key) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return key;
 }
 
 }  // namespace
@@ -81,15 +91,18 @@ Roster parse_roster(const std::string& text, const std::string& file_name) {
     throw BadInput("the roster " + file_name +
                    " has no `folder` column: its first row must name the columns, e.g. folder,student_id,name,email");
   Roster roster;
+  std::set<std::string> handles;
   for (std::size_t row = 1; row < records.size(); ++row) {
     const auto& record = records[row];
     if (blank(record)) continue;
     const std::string where = "the roster " + file_name + ", row " + std::to_string(row + 1);
     const Student student{field(record, columns.folder), field(record, columns.student_id),
-                          field(record, columns.name), field(record, columns.email)};
+                          field(record, columns.name), field(record, columns.email), field(record, columns.handle)};
     if (student.folder.empty()) throw BadInput(where + ": no folder name");
     if (!roster.emplace(composed(student.folder), student).second)
       throw BadInput(where + ": the folder " + student.folder + " is listed twice");
+    if (!student.handle.empty() && !handles.insert(handle_key(student.handle)).second)
+      throw BadInput(where + ": the handle " + student.handle + " is another student's too");
   }
   return roster;
 }

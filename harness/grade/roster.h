@@ -13,15 +13,18 @@ struct Student {
   std::string student_id;  // the institution's id: Canvas's "SIS User ID", Gradescope's "SID"
   std::string name;
   std::string email;
+  // The name the class speed board (board.h) shows: the student's own choice, seen by the whole
+  // class. Empty: the student is left off the board.
+  std::string handle;
 };
 
 using Roster = std::map<std::string, Student>;  // by folder, composed (unicode.h)
 
-// A roster CSV: a header row naming its columns, `folder` required, `student_id`, `name` and
-// `email` optional, in any order (other columns are ignored), then a row per student. A UTF-8
-// byte-order mark and CRLF line ends (a spreadsheet's export) are accepted. Throws BadInput
-// (bad_input.h) naming the file and row: no folder column, a row without a folder, a folder
-// listed twice.
+// A roster CSV: a header row naming its columns, `folder` required, `student_id`, `name`,
+// `email` and `handle` optional, in any order (other columns are ignored), then a row per
+// student. A UTF-8 byte-order mark and CRLF line ends (a spreadsheet's export) are accepted.
+// Throws BadInput (bad_input.h) naming the file and row: no folder column, a row without a
+// folder, a folder listed twice, a handle another student has (ignoring case).
 Roster parse_roster(const std::string& text, const std::string& file_name);
 Roster read_roster(const std::string& path);  // "" gives an empty roster
 
