@@ -2,6 +2,7 @@
 // this program (and the lab runners) with Meson, then runs it.
 #include "bad_input.h"
 #include "batch.h"
+#include "board.h"
 #include "build_targets.h"
 #include "catalog.h"
 #include "docs.h"
@@ -163,7 +164,7 @@ struct CommandLine {
   bool list_build_targets = false;  // the ./grade launcher's question: what to build for this command
   std::uint64_t seed = 0;
   std::vector<std::string> lab_keys;
-  std::string submissions_dir, out_dir, secret_file, roster_file;
+  std::string submissions_dir, out_dir, secret_file, roster_file, results_dir;
   int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   int gpus = 0, time_limit = 0, runs_per_gpu = 3;
   std::string export_lab, export_case, profile_lab, profile_case;
@@ -173,7 +174,7 @@ struct CommandLine {
   // The verbs; `parsed()` says which one was given.
   CLI::App *lab = nullptr, *all = nullptr, *selftest = nullptr, *export_case_command = nullptr, *profile = nullptr,
            *calibrate = nullptr, *collect = nullptr, *slurm_task = nullptr, *docs = nullptr,
-           *similarity = nullptr;
+           *similarity = nullptr, *board = nullptr;
 };
 
 // A count or a number of seconds: `least` or more. (CLI11's own ranges name the type's limits.)
@@ -203,7 +204,8 @@ void define_grading_options(CLI::App& app, CommandLine& line) {
                  "where the reports go (a batch's: default grading/reports/<DIR's name>; yours: grading/reports)");
   app.add_option("--roster", line.roster_file,
                  "with --submissions: a CSV (folder,student_id,name,email) that puts the students' ids, names and "
-                 "emails in the gradebook and the files for Canvas and Gradescope")->check(CLI::ExistingFile);
+                 "emails in the gradebook and the files for Canvas and Gradescope; with board, its handle column "
+                 "names the students shown")->check(CLI::ExistingFile);
   app.add_option("--jobs", line.jobs, "compiles in parallel (default: the CPU cores)")->check(at_least(1));
   app.add_option("--gpus", line.gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)")
       ->check(at_least(1));
@@ -269,6 +271,13 @@ void define_verbs(CLI::App& app, CommandLine& line) {
       "similarity", "with --submissions DIR: per lab, the pairs of submissions that share code, ranked, in HTML and "
                     "CSV (the starter's own lines left out; needs sim_c++, Debian's similarity-tester)");
   line.similarity->add_option("--lab", line.lab_keys, "the labs (default: all)");
+  line.board = app.add_subcommand(
+      "board", "with --results DIR --roster FILE: the class speed board of a graded batch: per lab, the correct "
+               "submissions ranked by their ratio to the reference, beside the library's, in HTML and CSV; only "
+               "students the roster gives a handle are shown (no GPU needed: nothing is timed again)");
+  line.board->add_option("--results", line.results_dir, "the folder the batch wrote (its gradebook.csv, students/)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   line.docs = app.add_subcommand(
       "docs", "render the READMEs' tables of what each lab's starter, chapter version and reference earn from the "
               "records in grading/policy/h100/, into their marked blocks (no GPU needed)");
@@ -305,7 +314,7 @@ void define_command_line(CLI::App& app, CommandLine& line) {
   define_slurm(app, line);
   // Flags may come before or after the verb: `grade lab 01 --solution` works too.
   for (CLI::App* verb : {line.lab, line.all, line.export_case_command, line.profile, line.calibrate, line.collect,
-                         line.slurm_task, line.similarity})
+                         line.slurm_task, line.similarity, line.board})
     verb->fallthrough()->footer("The options below go before or after the verb.");
 }
 
@@ -492,6 +501,23 @@ int similarity(const CommandLine& line, const std::vector<grade::LabSpec>& chose
   return exit_all_passed;
 }
 
+// `grade board --results DIR --roster FILE`: board.{html,csv} beside the batch's files (or under --out).
+int board(const CommandLine& line) {
+  if (line.roster_file.empty())
+    throw grade::BadInput("the board shows students under the handles the roster gives them: pass --roster FILE "
+                          "with a handle column");
+  const grade::Roster roster = grade::read_roster(line.roster_file);
+  const bool any_handle =
+      std::any_of(roster.begin(), roster.end(), [](const auto& row) { return !row.second.handle.empty(); });
+  if (!any_handle)
+    std::cerr << "grade: warning: no student of the roster " << line.roster_file
+              << " has a handle, so the board shows no one (the README's roster section says how to add them)\n";
+  const std::string out = line.out_dir.empty() ? line.results_dir : line.out_dir;
+  std::cout << grade::write_board(line.results_dir, roster, out);
+  std::printf("Board: %s/board.{html,csv}\n", out.c_str());
+  return exit_all_passed;
+}
+
 // `grade lab ...` / `grade all` on this checkout's files (or the reference solutions).
 int grade_checkout(const CommandLine& line, const std::vector<grade::LabSpec>& chosen,
                    const grade::Toolchain& toolchain) {
@@ -554,6 +580,7 @@ int run(const CLI::App& app, const CommandLine& line) {
   }
   if (line.profile->parsed()) return profile(line, catalog, toolchain);
   if (line.docs->parsed()) return grade::docs::write_all(toolchain.source_root, catalog);
+  if (line.board->parsed()) return board(line);
   const std::vector<grade::LabSpec> chosen = chosen_labs(line, catalog);
   if (line.similarity->parsed()) return similarity(line, chosen, toolchain);
   if (line.calibrate->parsed())
