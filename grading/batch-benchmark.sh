@@ -3,7 +3,9 @@
 # the reference, the chapter version, the starter or a red-team entry) graded with performance
 # on, once per pass, each pass --fresh. Prints each pass's batch rate and, after two passes,
 # the verdicts that flipped between them (grading/compare-verdicts.py).
-#   [STUDENTS=12] [LABS="01 02"] bash grading/batch-benchmark.sh [GRADE] [PASSES]
+#   [STUDENTS=12|corpus] [LABS="01 02"] bash grading/batch-benchmark.sh [GRADE] [PASSES]
+# STUDENTS=corpus grades the red-team class instead (make-class.py --corpus): mostly entries
+# that fail before timing, so its rate is far above a class of working submissions'.
 # GRADE: the ./grade launcher or a built labkit-grade (default: ./grade); PASSES: pass names
 # (default "first second"); a pass named like one already in $OUT is graded again. The same
 # STUDENTS and SEED write the same class, so passes on other machines (or --gpus, set in
@@ -19,7 +21,9 @@ if [[ "$(basename "$grade")" == "grade" ]]; then
   "$grade" all --list-build-targets >/dev/null  # the launcher builds the grader first
   grader="${LABKIT_BUILD_DIR:-$root/build}/harness/grade/labkit-grade"
 fi
-python3 "$root/grading/make-class.py" "$grader" "$class" --students "${STUDENTS:-12}" --seed "${SEED:-1}" || exit 1
+class_kind=(--students "${STUDENTS:-12}" --seed "${SEED:-1}")
+[[ "${STUDENTS:-}" == corpus ]] && class_kind=(--corpus)
+python3 "$root/grading/make-class.py" "$grader" "$class" "${class_kind[@]}" || exit 1
 which=(all)
 [[ -n "${LABS:-}" ]] && read -ra which <<<"lab $LABS"
 passes=(${2:-first second})

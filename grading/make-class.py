@@ -3,6 +3,10 @@
 lab's student files, each lab drawn from the kit's own versions of it.
 
 Usage: make-class.py GRADER OUT_DIR [--students N] [--seed S]
+       make-class.py GRADER OUT_DIR --corpus
+
+--corpus writes the red-team class instead: one folder per red-team entry (its kit files put
+in), one holding every reference and one every starter; mostly entries that fail fast.
 
 GRADER is the built grader (build/harness/grade/labkit-grade); the labs and their student
 files come from its catalog (`--list --json`). For each student and lab the version is, by
@@ -86,17 +90,40 @@ def write_class(root, labs, out, students, seed):
                 shutil.copy(source, folder / name)
 
 
+def write_corpus(root, labs, out):
+    if out.exists():
+        shutil.rmtree(out)
+    for entry in sorted((root / "grading/redteam").glob("*/*/")):
+        files = redteam_entry_files(root, entry)
+        if files is None:
+            continue
+        folder = out / f"{entry.parent.name}-{entry.name}"
+        folder.mkdir(parents=True)
+        for name, source in files.items():
+            shutil.copy(source, folder / name)
+    for kind in ("reference", "starter"):
+        folder = out / f"honest-{kind}"
+        folder.mkdir(parents=True)
+        for lab in labs:
+            for name, source in versions_of(root, lab)[kind][0].items():
+                shutil.copy(source, folder / name)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("grader")
     parser.add_argument("out", type=pathlib.Path)
     parser.add_argument("--students", type=int, default=12)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--corpus", action="store_true", help="the red-team class")
     args = parser.parse_args()
     root = pathlib.Path(__file__).resolve().parent.parent
     labs = catalog(args.grader)
-    write_class(root, labs, args.out, args.students, args.seed)
-    print(f"class: {args.students} students x {len(labs)} labs in {args.out}")
+    if args.corpus:
+        write_corpus(root, labs, args.out)
+    else:
+        write_class(root, labs, args.out, args.students, args.seed)
+    print(f"class: {len(list(args.out.iterdir()))} students x {len(labs)} labs in {args.out}")
 
 
 if __name__ == "__main__":

@@ -365,9 +365,16 @@ class ClockStopped {
   ClockStopped& operator=(const ClockStopped&) = delete;
 };
 
+// The log says how long each wait took: what a batch's rate loses to the GPU's lock.
 static void lock_gpus_uncounted(int how) {
-  const ClockStopped waiting("waiting for the GPU: another lab is timing on it");
-  lock_gpus(gpu_lock_fds(), how);
+  const double asked = seconds_running();
+  {
+    const ClockStopped waiting("waiting for the GPU: another lab is timing on it");
+    lock_gpus(gpu_lock_fds(), how);
+  }
+  if (!gpu_lock_fds().empty())
+    std::printf("[%7.2f s] the GPU %s after %.2f s waiting\n", seconds_running(),
+                how == LOCK_EX ? "alone, for timing," : "shared, for checking,", seconds_running() - asked);
 }
 
 void hold_gpu_alone() {
@@ -422,10 +429,13 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   // Nothing of the submission's may run while the reference is timed: no process, no thread.
   if (s.student) s.student->stop();
   share_timing_cpu();
+  const double reference_started = seconds_running();
   ReferenceTime reference = [&] {
     const ClockStopped timing_reference("timing the reference");
     return reference_time(c, reference_side, library, bytes_moved, peak);
   }();
+  std::printf("[%7.2f s] %-24s the reference's times (%s) in %.2f s\n", seconds_running(), c.name.c_str(),
+              reference.cached ? "cached" : "measured", seconds_running() - reference_started);
   if (reference.json.contains("library")) {
     record["anchor"] = reference.json["library"];
     reference.json.erase("library");
