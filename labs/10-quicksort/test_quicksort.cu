@@ -23,8 +23,9 @@ using namespace labkit::sort_checks;
 
 bool is_organ_pipe(const Case& c) { return c.has("pattern") && c.params.at("pattern") == "organ_pipe"; }
 
-// Ascending keys at the front, then descending: the largest key lands in the middle of the
-// array, and stays near the middle of every segment a middle-key partition makes.
+// Ascending keys at the front, then descending: the largest key lands at the middle of the
+// array (one place right of the middle index when n is even), and a middle-key partition
+// finds the largest or second-largest key of every segment it makes at the middle index.
 Keys organ_pipe(Keys keys) {
   std::sort(keys.begin(), keys.end());
   Keys pipe;
