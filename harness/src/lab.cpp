@@ -14,7 +14,6 @@
 
 #include <dlfcn.h>
 #include <sys/file.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <chrono>
@@ -30,11 +29,6 @@ namespace {
 
 using protocol::Outcome;
 
-struct Thresholds {
-  double zero_credit = 0;
-  double full_credit = 1;
-};
-
 using RunnerOptions = protocol::RunnerArguments;
 
 struct RunnerState {
@@ -43,7 +37,6 @@ struct RunnerState {
   std::unique_ptr<Module> reference;
   Dataset dataset;
   Calibration calibration;
-  std::map<std::string, Thresholds> thresholds;  // performance case → rubric
   int correctness_failures = 0;
   bool sandbox_reported = false;
   // `grade export` on a machine that cannot run the lab (no GPU): the checks run only as far
@@ -107,23 +100,15 @@ double empty_call_ms(double device_ms, bool host_clock) {
   return probe->request(noop).event_ms;
 }
 
-std::map<std::string, Thresholds> load_thresholds(const std::string& rubric_path) {
-  std::map<std::string, Thresholds> thresholds;
-  if (rubric_path.empty()) return thresholds;
-  const YAML::Node rubric = YAML::LoadFile(rubric_path);
-  for (const YAML::Node& entry : rubric["performance"])
-    thresholds[entry["case"].as<std::string>()] = {entry["zero_credit_ratio"].as<double>(),
-                                                   entry["full_credit_ratio"].as<double>()};
-  return thresholds;
-}
-
 // A ratio this close to a threshold could land on either side of it with another
 // measurement of the reference: a cached reference time is not good enough there.
 bool near_threshold(const std::string& case_name, double ratio, double noise) {
-  const auto found = state().thresholds.find(case_name);
-  if (found == state().thresholds.end()) return false;
+  const auto& thresholds = state().options.thresholds;
+  const auto found = std::find_if(thresholds.begin(), thresholds.end(),
+                                  [&](const protocol::Threshold& t) { return t.case_name == case_name; });
+  if (found == thresholds.end()) return false;
   const double margin = noise + 0.05;
-  for (double threshold : {found->second.zero_credit, found->second.full_credit})
+  for (double threshold : {found->zero_credit_ratio, found->full_credit_ratio})
     if (threshold > 0 && std::fabs(ratio / threshold - 1) <= margin) return true;
   return false;
 }
@@ -372,9 +357,9 @@ static void lock_gpus_uncounted(int how) {
     const ClockStopped waiting("waiting for the GPU: another lab is timing on it");
     lock_gpus(gpu_lock_fds(), how);
   }
-  if (!gpu_lock_fds().empty())
+  if (const double waited = seconds_running() - asked; waited >= 0.1)
     std::printf("[%7.2f s] the GPU %s after %.2f s waiting\n", seconds_running(),
-                how == LOCK_EX ? "alone, for timing," : "shared, for checking,", seconds_running() - asked);
+                how == LOCK_EX ? "alone, for timing," : "shared, for checking,", waited);
 }
 
 void hold_gpu_alone() {
@@ -549,7 +534,6 @@ void load_state(const RunnerArguments& args) {
     host.start_seconds *= std::min(s.options.tool_slowdown, 5.0);  // a tool's start-up is slow, not 20x
     s.student = std::make_unique<HostProcess>(host);
   }
-  s.thresholds = load_thresholds(s.options.rubric);
   if (!s.options.calibration_dir.empty()) {
     const std::string lab = std::filesystem::path(s.options.dataset).stem().string();
     const std::string fingerprint = !s.options.kit_fingerprint.empty()

@@ -174,7 +174,7 @@ namespace flag {
 constexpr const char* student = "--student";
 constexpr const char* reference = "--reference";
 constexpr const char* dataset = "--dataset";
-constexpr const char* rubric = "--rubric";
+constexpr const char* threshold = "--threshold";  // NAME:ZERO:FULL, once per case
 constexpr const char* export_dir = "--export";
 constexpr const char* host = "--host";
 constexpr const char* calibration_dir = "--calibration";
@@ -224,6 +224,17 @@ auto read_value(const std::string& name, const std::string& value, Read read) {
   }
 }
 
+// NAME:ZERO:FULL; the case's name is what comes before the last two colons.
+Threshold read_threshold(const std::string& text) {
+  const std::size_t full = text.rfind(':');
+  const std::size_t zero = full == std::string::npos || full == 0 ? std::string::npos : text.rfind(':', full - 1);
+  if (zero == std::string::npos || zero == 0)
+    throw std::invalid_argument("the runner's " + std::string(flag::threshold) + " cannot read '" + text +
+                                "' (NAME:ZERO:FULL)");
+  auto ratio = [&](const std::string& t) { return read_value(flag::threshold, t, [](const std::string& v) { return std::stod(v); }); };
+  return {text.substr(0, zero), ratio(text.substr(zero + 1, full - zero - 1)), ratio(text.substr(full + 1))};
+}
+
 }  // namespace
 
 std::vector<std::string> RunnerArguments::to_argv() const {
@@ -234,7 +245,9 @@ std::vector<std::string> RunnerArguments::to_argv() const {
   add(flag::student, student);
   add(flag::reference, reference);
   add(flag::dataset, dataset);
-  add(flag::rubric, rubric);
+  for (const Threshold& t : thresholds)
+    argv.push_back(std::string(flag::threshold) + "=" + t.case_name + ":" + number(t.zero_credit_ratio) + ":" +
+                   number(t.full_credit_ratio));
   add(flag::export_dir, export_dir);
   add(flag::host, host);
   add(flag::calibration_dir, calibration_dir);
@@ -259,7 +272,7 @@ RunnerArguments RunnerArguments::parse(const std::vector<std::string>& arguments
   RunnerArguments args;
   const std::vector<std::pair<const char*, std::string*>> texts = {
       {flag::student, &args.student},         {flag::reference, &args.reference},
-      {flag::dataset, &args.dataset},         {flag::rubric, &args.rubric},
+      {flag::dataset, &args.dataset},
       {flag::export_dir, &args.export_dir},   {flag::host, &args.host},
       {flag::calibration_dir, &args.calibration_dir}, {flag::kit_fingerprint, &args.kit_fingerprint},
       {flag::min_compute_capability, &args.min_compute_capability}, {flag::test_suite, &args.test_suite}};
@@ -267,7 +280,7 @@ RunnerArguments RunnerArguments::parse(const std::vector<std::string>& arguments
       {flag::profile, &args.profile}, {flag::calibrate, &args.calibrate}, {flag::time_failed, &args.time_failed}};
   const std::vector<const char*> valued = {flag::forbidden_libraries, flag::host_wrapper, flag::tool_slowdown,
                                            flag::call_seconds,        flag::min_gpus,     flag::seed,
-                                           flag::subcase};
+                                           flag::subcase,             flag::threshold};
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     const std::string& argument = arguments[i];
     const std::size_t equals = argument.find('=');
@@ -302,6 +315,8 @@ RunnerArguments RunnerArguments::parse(const std::vector<std::string>& arguments
       args.seed = read_value(name, text, [](const std::string& t) { return std::stoull(t); });
     } else if (name == flag::subcase) {
       args.subcases = split(text, ',');
+    } else if (name == flag::threshold) {
+      args.thresholds.push_back(read_threshold(text));
     }
   }
   return args;

@@ -89,7 +89,7 @@ TEST_SUITE("protocol") {
     arguments.student = "/w/module.so";
     arguments.reference = "/b/lab-01-histogram-solution.so";
     arguments.dataset = "/k/datasets/01-histogram.yaml";
-    arguments.rubric = "/k/labs/01-histogram/lab.yaml";
+    arguments.thresholds = {{"uniform-100MiB", 0.25, 0.9}, {"odd:name", 0.1, 1}};
     arguments.calibration_dir = "/k/grading/calibration";
     arguments.kit_fingerprint = "abc123";
     arguments.forbidden_libraries = {"libcublas", "libnccl"};
@@ -117,6 +117,12 @@ TEST_SUITE("protocol") {
     CHECK(back.seed == arguments.seed);
     CHECK(back.subcases == arguments.subcases);
     CHECK(back.doctest == arguments.doctest);
+    REQUIRE(back.thresholds.size() == 2);
+    CHECK(back.thresholds[1].case_name == "odd:name");
+    CHECK(back.thresholds[1].zero_credit_ratio == 0.1);
+    CHECK(back.thresholds[0].full_credit_ratio == 0.9);
+    CHECK_THROWS_AS(protocol::RunnerArguments::parse({"--threshold=no-ratios"}), std::invalid_argument);
+    CHECK_THROWS_AS(protocol::RunnerArguments::parse({"--threshold=case:x:1"}), std::invalid_argument);
   }
 
   TEST_CASE("the runner reads a flag and its value apart too, and leaves doctest's flags alone") {

@@ -13,7 +13,7 @@ constexpr int failed = 1;     // runner: some case failed;   grade: some check f
 constexpr int usage = 2;      // grade: bad command line (CLI11's own status for it)
 constexpr int not_run = 3;    // grade: some checks could not run here (no GPU, no MPI) and none failed
 constexpr int kit_fault = 4;  // grade: a fault of the kit itself
-constexpr int runner_fault = 5;  // runner: could not start (reference, dataset or rubric unreadable)
+constexpr int runner_fault = 5;  // runner: could not start (reference or dataset unreadable)
 constexpr int skipped = 77;      // runner (and Meson): this machine cannot run the checks
 // runner: a CUDA error left the checks' GPU context unusable; the grader runs the cases that
 // had not reported again, each in a fresh process.

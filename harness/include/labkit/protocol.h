@@ -128,17 +128,25 @@ std::optional<Record> read_record(const std::string& line, const std::string& to
 
 // ---- the runner's command line ---------------------------------------------------------------
 
+// A performance case's credit thresholds, as the lab's rubric sets them: the runner measures
+// the reference again when a ratio sits near one (a cached time could put it on either side).
+struct Threshold {
+  std::string case_name;
+  double zero_credit_ratio = 0;
+  double full_credit_ratio = 1;
+};
+
 // The runner's own flags; anything else on its command line goes to doctest (`doctest`).
 // The grader fills one of these and calls to_argv(); the runner calls parse().
 struct RunnerArguments {
   std::string student;     // the module the host runs: the submission's, or the reference's
   std::string reference;   // the reference solution, loaded into the runner
   std::string dataset;
-  std::string rubric;      // lab.yaml: the performance thresholds
   std::string export_dir;  // `grade export`: write arrays here
   std::string host;        // the host program (default: beside the runner)
   std::string calibration_dir;
   std::string kit_fingerprint;  // what the calibration cache's entries depend on
+  std::vector<Threshold> thresholds;             // the grader's, read from the rubric
   std::vector<std::string> forbidden_libraries;  // file-name stems (libcublas...)
   std::vector<std::string> host_wrapper;         // a tool the host runs under, one argument each
   double tool_slowdown = 1;    // the tool's slowdown: call and start limits grow by it
