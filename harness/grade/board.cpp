@@ -194,36 +194,16 @@ std::string board_csv(const std::vector<LabBoard>& boards) {
 
 namespace {
 
-// The HTML reports' look (report_html.cpp): the same page, cards, badges and table.
+// The board's own rules, after the reports' shared look (report_html.h's page_base_style).
 constexpr const char* board_style = R"(
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1f2328;
-       background: #f6f8fa; margin: 0; }
-main { max-width: 960px; margin: 0 auto; padding: 24px; }
-h1 { font-size: 26px; margin: 0 0 4px; }
-h2 { font-size: 20px; margin: 0; }
-.sub { color: #57606a; margin: 0 0 20px; }
-.lab { background: #fff; border: 1px solid #d0d7de; border-radius: 10px; padding: 20px 24px; margin: 20px 0; }
-.lab-head { display: flex; justify-content: space-between; align-items: baseline; gap: 16px; }
 .total { font-size: 16px; font-weight: 600; white-space: nowrap; color: #57606a; }
-.note { color: #57606a; }
-.badge { display: inline-block; padding: 1px 9px; border-radius: 999px; font-size: 12px; font-weight: 600;
-         white-space: nowrap; }
 .library-badge { background: #fbefff; color: #8250df; }
-table { border-collapse: collapse; width: 100%; }
-td, th { text-align: left; padding: 6px 8px; border-top: 1px solid #eaeef2; vertical-align: middle; }
-th { font-size: 13px; color: #57606a; font-weight: 600; border-top: none; }
-td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
+td, th { vertical-align: middle; }
 tr.library td { background: #fbefff; }
-code { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: 13px; }
-.meter { width: 140px; height: 8px; background: #eaeef2; border-radius: 4px; overflow: hidden; }
+.meter { width: 140px; }
 .meter > div { height: 100%; background: #0969da; }
 tr.library .meter > div { background: #8250df; }
-.table-wrap { overflow-x: auto; }
 @media (max-width: 600px) {
-  main { padding: 10px; }
-  .lab { padding: 12px; }
-  .lab-head { flex-wrap: wrap; }
-  td, th { padding: 4px; }
   .meter { width: 60px; }
 }
 )";
@@ -303,7 +283,7 @@ std::string board_html(const std::vector<LabBoard>& boards, const std::string& c
   const std::string title = "Speed board: class " + class_name;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" << html_escaped(title)
-      << "</title><style>" << board_style << "</style></head>\n<body><main><h1>" << html_escaped(title)
+      << "</title><style>" << page_base_style << board_style << "</style></head>\n<body><main><h1>" << html_escaped(title)
       << "</h1><p class=\"sub\">Per lab, the submissions that passed every correctness case, ranked by their "
       << "ratio: the reference solution's time over the submission's, on the same GPU and inputs (above 1: "
       << "faster than the reference), the geometric mean over the lab's timed cases, whose own ratios follow. "

@@ -28,34 +28,48 @@ std::string html_escaped(const std::string& text) {
   return out;
 }
 
-namespace {
-
-constexpr const char* style = R"(
+// The kit's HTML pages' shared look: the page, headings, lab cards, badges and tables; each
+// page adds its own rules after these.
+const char* const page_base_style = R"(
 body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1f2328;
        background: #f6f8fa; margin: 0; }
 main { max-width: 960px; margin: 0 auto; padding: 24px; }
 h1 { font-size: 26px; margin: 0 0 4px; }
 h2 { font-size: 20px; margin: 0; }
-h3 { font-size: 16px; margin: 18px 0 8px; color: #57606a; text-transform: uppercase; letter-spacing: .04em; }
 .sub { color: #57606a; margin: 0 0 20px; }
 .lab { background: #fff; border: 1px solid #d0d7de; border-radius: 10px; padding: 20px 24px; margin: 20px 0; }
 .lab-head { display: flex; justify-content: space-between; align-items: baseline; gap: 16px; }
-.total { font-size: 22px; font-weight: 600; white-space: nowrap; }
-.meter { height: 8px; background: #eaeef2; border-radius: 4px; margin: 10px 0 12px; overflow: hidden; }
-.meter > div { height: 100%; background: #2da44e; }
 .badge { display: inline-block; padding: 1px 9px; border-radius: 999px; font-size: 12px; font-weight: 600;
          white-space: nowrap; }
-.pass { background: #dafbe1; color: #1a7f37; }
-.fail { background: #ffebe9; color: #cf222e; }
-.none { background: #eaeef2; color: #57606a; }
-.part { background: #fff8c5; color: #9a6700; }
 .note { color: #57606a; }
 table { border-collapse: collapse; width: 100%; }
 td, th { text-align: left; padding: 6px 8px; border-top: 1px solid #eaeef2; vertical-align: top; }
 th { font-size: 13px; color: #57606a; font-weight: 600; border-top: none; }
-td code, td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
-.msg { white-space: pre-wrap; word-break: break-word; }
+td.num { white-space: nowrap; font-variant-numeric: tabular-nums; }
 code, pre { font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: 13px; }
+.meter { height: 8px; background: #eaeef2; border-radius: 4px; overflow: hidden; }
+.table-wrap { overflow-x: auto; }
+@media (max-width: 600px) {
+  main { padding: 10px; }
+  .lab { padding: 12px; }
+  .lab-head { flex-wrap: wrap; }
+  td, th { padding: 4px; }
+}
+)";
+
+namespace {
+
+constexpr const char* report_style = R"(
+h3 { font-size: 16px; margin: 18px 0 8px; color: #57606a; text-transform: uppercase; letter-spacing: .04em; }
+.total { font-size: 22px; font-weight: 600; white-space: nowrap; }
+.meter { margin: 10px 0 12px; }
+.meter > div { height: 100%; background: #2da44e; }
+.pass { background: #dafbe1; color: #1a7f37; }
+.fail { background: #ffebe9; color: #cf222e; }
+.none { background: #eaeef2; color: #57606a; }
+.part { background: #fff8c5; color: #9a6700; }
+td code { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.msg { white-space: pre-wrap; word-break: break-word; }
 pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 10px; overflow-x: auto; }
 .perf { border-top: 1px solid #eaeef2; padding: 12px 0 4px; }
 .perf-head { display: flex; justify-content: space-between; align-items: baseline; }
@@ -66,12 +80,7 @@ svg text.dim { fill: #57606a; }
 ul.sanitizer li { margin: 4px 0; word-break: break-word; }
 svg text.label { font-weight: 600; paint-order: stroke; stroke: #fff; stroke-width: 4px; }
 svg { max-width: 100%; height: auto; }
-.table-wrap { overflow-x: auto; }
 @media (max-width: 600px) {
-  main { padding: 10px; }
-  .lab { padding: 12px; }
-  .lab-head { flex-wrap: wrap; }
-  td, th { padding: 4px; }
   td code { white-space: normal; word-break: break-all; }
 }
 )";
@@ -290,7 +299,7 @@ std::string to_html(const Report& report, const std::vector<LabSpec>& labs, bool
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-      << "<title>Grade report: " << html_escaped(report.who) << "</title><style>" << style << "</style></head>\n"
+      << "<title>Grade report: " << html_escaped(report.who) << "</title><style>" << page_base_style << report_style << "</style></head>\n"
       << "<body><main><h1>Grade report: " << html_escaped(report.who) << "</h1><p class=\"sub\">"
       << html_escaped(report.mode) << " &middot; total <strong>" << html_escaped(points_line(total_of(report)))
       << "</strong></p>\n";

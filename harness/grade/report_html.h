@@ -13,6 +13,9 @@ namespace grade {
 // Text made safe for HTML element content and attribute values: & < > " ' become entities.
 std::string html_escaped(const std::string& text);
 
+// The kit's HTML pages' shared style sheet (the reports, the speed board); a page adds its own.
+extern const char* const page_base_style;
+
 // Per lab: status and total, each correctness case with its verdict and hint, and per
 // performance case three plots: your time beside the reference's (and the library anchor's,
 // when the runner's record has an "anchor": {"name", "median_ms"}), % of the GPU's measured
