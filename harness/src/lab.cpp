@@ -444,6 +444,9 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
     // Only reports taken as they are (the sample-confirmation defence off) can score no time at
     // all: a picosecond keeps every rate finite, and the floors judge it.
     student_time.ms.median = std::max(student_time.ms.median, 1e-9);
+    std::printf("[%7.2f s] %-24s %zu samples: %.2f s preparing, %.2f s in the calls, %.2f s checking outputs\n",
+                seconds_running(), c.name.c_str(), student_time.ms.count, student_time.preparing_seconds,
+                student_time.calling_seconds, student_time.checking_seconds);
     record["student"] = timing_json(student_time, bytes_moved, peak);
     if (hint) record["hint"] = hint(student_time.ms.median);
     if (requirement) record["lesson_missing"] = requirement(student_time.ms.median);

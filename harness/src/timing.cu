@@ -301,8 +301,12 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
   std::vector<double> reported, times, unexplained;
   const auto started = Clock::now();
   for (int sample = 0;; ++sample) {
+    const auto preparing = Clock::now();
     const double empty_overhead_ms = start_sample(sample);
+    const auto calling = Clock::now();
+    stats.preparing_seconds += seconds_since(preparing);
     const RemoteTiming timing = measure_one(sample);
+    stats.calling_seconds += seconds_since(calling);
     trace_sample(sample, timing, empty_overhead_ms);
     const SampleClocks clocks{timing.event_ms, timing.wall_ms, std::max(0.0, timing.wall_ms - empty_overhead_ms)};
     reported.push_back(clocks.reported_ms);
@@ -310,7 +314,9 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     unexplained.push_back(clocks.bound_ms - clocks.reported_ms);
     stats.impossible_samples += !report_is_a_time(clocks);
     stats.unconfirmed_samples += !report_confirmed(clocks);
+    const auto checking = Clock::now();
     verify_sample(call, times.size() - 1);
+    stats.checking_seconds += seconds_since(checking);
     if (times.size() % 10 == 0 || times.size() < rule.min_samples) {
       stats.ms = summarize(times);
       const double elapsed = seconds_since(started);

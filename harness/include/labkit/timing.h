@@ -28,6 +28,11 @@ struct TimingStats {
   std::size_t impossible_samples = 0;   // reports that were no time at all (negative, zero, past the window)
   double empty_ceiling_ms = 0;          // the most an empty call's overhead may count (0: no ceiling)
   std::size_t ceiled_empty_calls = 0;   // empty calls that took longer than that
+  // Where the host's time went over the samples (the log shows it: what a class's grading
+  // rate pays per sample beyond the calls themselves).
+  double preparing_seconds = 0;  // drawing inputs, the empty call
+  double calling_seconds = 0;    // the submission's windows
+  double checking_seconds = 0;   // verifying each sample's output
 };
 
 // One empty call through a host that runs no submission, spinning as long as an honest call
