@@ -1,4 +1,5 @@
-// The labs the kit has, read from each labs/NN-name/lab.yaml.
+// The labs the kit has: every folder labs/NN-name/ that holds a lab.yaml. This is the one
+// reader of lab.yaml; the build asks it too (labs/meson.build, through lab_catalog.cpp).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,10 @@ struct ExtraModule {
   std::string name;                        // "mpi"
   std::vector<std::string> files;          // also in student_files
   std::string loader;                      // that program, in the build's labs/ folder
+  // `loader_libraries:` what the kit links into that program where the build finds it (NCCL
+  // for lab 13's ranks: loaded before the rank's sandbox closes, so a submission calls it
+  // without linking it).
+  std::vector<std::string> loader_libraries;
   std::vector<std::string> nvcc_flags;     // `build: {nvcc_flags: [...]}`
   std::vector<std::string> forbidden;
 };
@@ -50,6 +55,15 @@ struct LabSpec {
   std::vector<std::string> sanitize_tools = {"memcheck"};
   std::vector<ExtraModule> modules;
 
+  // What the kit builds from the lab's folder (labs/meson.build):
+  std::string contract;                         // `contract:` the header of the functions a student writes
+  std::vector<std::string> contract_functions;  // the `extern "C"` functions it declares, in order
+  std::string checks;                           // the one test_*.cu: the lab's runner
+  std::string bench;                            // bench_*.cu, or empty: the lab's benchmark
+  // `kit_libraries:` what the kit's own checks and benchmark link beyond the harness (the
+  // library anchor they time the reference against), by program; never the host or a module.
+  std::vector<std::string> checks_libraries, bench_libraries;
+
   // The student files of the lab's own module: those no extra module takes.
   std::vector<std::string> module_files() const;
 };
@@ -63,6 +77,17 @@ double max_points(const LabSpec& lab);
 // The catalog as JSON, one object per lab (`grade --list --json`): what scripts and the build
 // read instead of parsing lab.yaml themselves.
 nlohmann::json catalog_json(const std::vector<LabSpec>& labs);
+
+// The same JSON as KEY=VALUE lines, the form Meson can read: `labs=01-histogram ...`, then one
+// line per field, `01-histogram.checks=test_histogram.cu`; an array of names is joined by
+// spaces, an object's fields get its key as a prefix (`01-histogram.kit_libraries.bench`), and
+// an array of objects is keyed by each one's "name" (`13-allreduce.modules.mpi.files`, with
+// `13-allreduce.modules=mpi`).
+std::string catalog_key_values(const nlohmann::json& catalog);
+
+// The functions a contract header declares `extern "C"`, in order, read past comments.
+// Throws when it declares none or uses an `extern "C" {` block, whose functions would go unseen.
+std::vector<std::string> contract_functions(const std::string& header);
 
 // "01", "1", "histogram", "01-histogram" or its folder ("labs/01-histogram/") → the lab;
 // throws BadInput (bad_input.h) listing the labs when none match.

@@ -196,11 +196,6 @@ bool is_student_file(const std::string& path, const std::vector<std::string>& st
 
 }  // namespace
 
-const std::vector<std::string>& known_tools() {
-  static const std::vector<std::string> tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
-  return tools;
-}
-
 double slowdown(const std::string& tool) {
   // racecheck instruments every shared-memory access; the others mostly global ones.
   return tool == "racecheck" ? 50 : 20;

@@ -10,8 +10,12 @@
 
 namespace grade::sanitize {
 
-// The tools a lab may ask for in lab.yaml (`sanitize: [memcheck, racecheck]`).
-const std::vector<std::string>& known_tools();
+// The tools a lab may ask for in lab.yaml (`sanitize: [memcheck, racecheck]`). Inline, so that
+// the catalog compiles on its own (labs/meson.build builds it while it configures).
+inline const std::vector<std::string>& known_tools() {
+  static const std::vector<std::string> tools = {"memcheck", "racecheck", "synccheck", "initcheck"};
+  return tools;
+}
 
 // How much slower a call runs under each tool: the call limit grows by this much.
 double slowdown(const std::string& tool);
