@@ -84,7 +84,31 @@ std::vector<std::string> file_problems(const fs::path& file, const YAML::Node& l
   return problems;
 }
 
+// An entry that hands in the kit's starters or references hands in every lab, so it must say
+// what each lab of the catalog earns: a lab it leaves out would be graded and never checked.
+std::vector<std::string> unexpected_labs(const fs::path& file, const YAML::Node& root,
+                                         const std::vector<std::string>& known_labs) {
+  const YAML::Node files = root["files"];
+  if (!files || !files.IsScalar()) return {};
+  const std::string kind = files.as<std::string>();
+  if (kind != "starter" && kind != "reference") return {};
+  std::string missing;
+  for (const std::string& id : known_labs)
+    if (!root["labs"] || !root["labs"][id]) missing += (missing.empty() ? "" : ", ") + id;
+  if (missing.empty()) return {};
+  return {file.string() + " hands in the kit's " + kind + " files of every lab but expects nothing of lab(s) " +
+          missing + ": add what each earns under `labs:` (the lab's records in grading/policy/ say it)"};
+}
+
 }  // namespace
+
+std::vector<std::string> expectation_problems(const std::string& expected_file,
+                                              const std::vector<std::string>& known_labs) {
+  const YAML::Node root = YAML::LoadFile(expected_file);
+  std::vector<std::string> problems = file_problems(expected_file, root["labs"], known_labs);
+  if (!problems.empty()) return problems;
+  return unexpected_labs(expected_file, root, known_labs);
+}
 
 namespace {
 
@@ -162,6 +186,10 @@ ExpectationCheck check_expectations(const std::vector<Report>& reports, const st
     const std::vector<std::string> problems = file_problems(file, labs, known_labs);
     check.errors.insert(check.errors.end(), problems.begin(), problems.end());
     if (!problems.empty()) continue;
+    if (!undefended) {
+      const std::vector<std::string> left_out = unexpected_labs(file, root, known_labs);
+      check.errors.insert(check.errors.end(), left_out.begin(), left_out.end());
+    }
     for (const LabResult& lab : report.labs) {
       const YAML::Node expected = labs[lab.id];
       if (!expected) continue;

@@ -47,10 +47,17 @@ struct ExpectationCheck {
 void use_kit_files(std::vector<Submission>& submissions, const std::string& source_root,
                    const std::string& staging);
 
+// What in one expected.yaml would let its check pass while checking nothing, as errors: its
+// `labs:` names no lab, or a lab outside `known_labs` (every lab id of the catalog), or, for an
+// entry that hands in the kit's own files of every lab (`files: starter` or `files: reference`),
+// leaves out a lab of the catalog, which would then go unchecked. Empty when there is none.
+std::vector<std::string> expectation_problems(const std::string& expected_file,
+                                              const std::vector<std::string>& known_labs);
+
 // Checks each report against expected.yaml in its submission folder (`base_dir/<who>/`): its
 // `labs:`, or with `undefended` its `undefended: labs:`. `known_labs`: every lab id of the
-// catalog ("01"...); a key outside it is an error, a known lab that was not graded in this run
-// is left out.
+// catalog ("01"...); a key outside it is an error (as is the rest of expectation_problems), a
+// known lab that was not graded in this run is left out.
 ExpectationCheck check_expectations(const std::vector<Report>& reports, const std::string& base_dir,
                                     const std::vector<std::string>& known_labs, bool undefended = false);
 

@@ -2,6 +2,7 @@
 #include "expect.h"
 
 #include "bad_input.h"
+#include "catalog.h"
 
 #include <doctest/doctest.h>
 
@@ -74,6 +75,34 @@ TEST_SUITE("expected verdicts") {
     const grade::ExpectationCheck check = grade::check_expectations({graded("other", "01", true)}, base, known);
     CHECK(check.errors.empty());
     CHECK(check.checked == 0);
+  }
+
+  TEST_CASE("an entry that hands in the kit's files of every lab must expect something of each lab") {
+    const fs::path base = submissions({{"starters", "files: starter\nlabs:\n  \"01\": {status: graded}\n"},
+                                       {"own", "labs:\n  \"01\": {status: graded}\n"}});
+    const grade::ExpectationCheck check = grade::check_expectations(
+        {graded("starters", "01", true), graded("own", "01", true)}, base, known);
+    REQUIRE(check.errors.size() == 1);
+    CHECK(check.errors[0].find("starters/expected.yaml hands in the kit's starter files of every lab but expects "
+                               "nothing of lab(s) 02") != std::string::npos);
+    CHECK(check.checked == 2);  // the labs it names are still checked
+    CHECK(grade::expectation_problems((base / "own" / "expected.yaml").string(), known).empty());
+  }
+
+  TEST_CASE("every red-team entry expects something of each lab of the catalog it hands in") {
+    std::vector<std::string> lab_ids;
+    for (const grade::LabSpec& lab : grade::load_catalog(LABKIT_TEST_SOURCE_ROOT)) lab_ids.push_back(lab.id);
+    std::size_t files = 0;
+    for (const auto& corpus : fs::directory_iterator(fs::path(LABKIT_TEST_SOURCE_ROOT) / "grading" / "redteam")) {
+      if (!corpus.is_directory()) continue;
+      for (const auto& entry : fs::directory_iterator(corpus.path())) {
+        const fs::path file = entry.path() / "expected.yaml";
+        if (!fs::exists(file)) continue;
+        ++files;
+        for (const std::string& problem : grade::expectation_problems(file.string(), lab_ids)) FAIL_CHECK(problem);
+      }
+    }
+    CHECK(files > 20);
   }
 
   TEST_CASE("an entry that hands in the kit's starters or references is graded from the kit's own files") {
