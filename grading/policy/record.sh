@@ -17,10 +17,13 @@ labs=(all)
 class="$(mktemp -d /tmp/labkit-policy-XXXXXX)/policy-class"
 tiers=(${TIERS:-starter chapter reference})
 for tier in "${tiers[@]}"; do mkdir -p "$class/$tier"; done
-for lab in "$root"/labs/[0-9][0-9]-*/; do
-  name=$(basename "$lab")
+# Each lab's folder and student files, as the grader's catalog has them (`--list --json`).
+lab_files="$("$grade" --list --json | python3 -c 'import json, sys
+for lab in json.load(sys.stdin): print(lab["dir"], *lab["student_files"])')" || exit 4
+while read -r name files; do
+  lab="$root/labs/$name"
   chapter="$root/grading/policy/chapter/$name"
-  for file in $(sed -n 's/^student_files: \[\(.*\)\].*/\1/p' "$lab/lab.yaml" | tr -d ' ' | tr ',' ' '); do
+  for file in $files; do
     [[ -d "$class/starter" ]] && cp "$lab/$file" "$class/starter/"
     # A part whose chapter technique is all it asks has no chapter file: the reference's is it.
     if [[ -d "$class/chapter" && -d "$chapter" ]]; then
@@ -28,7 +31,7 @@ for lab in "$root"/labs/[0-9][0-9]-*/; do
     fi
   done
   [[ -d "$class/reference" ]] && cp "$root/solutions/$name"/* "$class/reference/"
-done
+done <<<"$lab_files"
 chmod -R a+rX "$(dirname "$class")"  # the sandboxed hosts run as nobody
 
 "$grade" "${labs[@]}" --submissions "$class" --out "$out/batch" --fresh

@@ -86,14 +86,13 @@ echo "one-node Slurm up on $host:$port ($(sinfo --version))"
 class="$work/slurm-ci-class"
 mkdir -p "$class/honest-reference" "$class/honest-starter"
 for entry in "$root"/grading/redteam/build/*/; do cp -r "$entry" "$class/build-$(basename "$entry")"; done
-for lab in "$root"/labs/[0-9][0-9]-*/; do
-  name=$(basename "$lab")
-  [[ -f "$lab/lab.yaml" ]] || continue
+# Each lab's folder and student files, as the grader's catalog has them (`--list --json`).
+lab_files="$("$grade" --list --json | python3 -c 'import json, sys
+for lab in json.load(sys.stdin): print(lab["dir"], *lab["student_files"])')" || fail "the grader could not list the labs"
+while read -r name files; do
   cp "$root"/solutions/"$name"/* "$class/honest-reference/"
-  for file in $(sed -n 's/^student_files: \[\(.*\)\].*/\1/p' "$lab/lab.yaml" | tr -d ' ' | tr ',' ' '); do
-    cp "$lab/$file" "$class/honest-starter/"
-  done
-done
+  for file in $files; do cp "$root/labs/$name/$file" "$class/honest-starter/"; done
+done <<<"$lab_files"
 chmod -R a+rX "$class"
 echo "class: $(ls "$class" | wc -l) submissions"
 
