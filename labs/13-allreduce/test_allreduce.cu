@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cfloat>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

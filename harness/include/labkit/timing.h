@@ -8,6 +8,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -89,6 +90,15 @@ inline double confirmation_precision_ms(double reported_ms) { return 0.005 + 0.0
 void prepare_device_for_sample();
 
 inline double gigabytes_per_second(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
+
+// Milliseconds by the host's clock while `body` runs: for what events cannot time (work on
+// several GPUs or streams that the body waits for itself). The kit's one host clock.
+template <class Body>
+double host_clock_ms(Body&& body) {
+  const auto start = std::chrono::steady_clock::now();
+  body();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
 // Device memory read bandwidth in GB/s, measured once per process by a read-only kernel
 // over a buffer far larger than L2. The "% of peak" figures are relative to this.
