@@ -14,7 +14,6 @@
 #include <labkit/timing.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -86,10 +85,9 @@ void bench_peer_copies(int from, int to) {
 void bench_device_switch() {
   const int gpus = labkit::device_count();
   constexpr int switches = 100000;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < switches; ++i) CUDA_CHECK(cudaSetDevice(i % gpus));
-  const double ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / switches;
+  const double ns = labkit::host_clock_ms([&] {
+                      for (int i = 0; i < switches; ++i) CUDA_CHECK(cudaSetDevice(i % gpus));
+                    }) * 1e6 / switches;
   CUDA_CHECK(cudaSetDevice(0));
   std::printf("cudaSetDevice %s: %.0f ns per call\n", gpus > 1 ? "switching between GPUs" : "to the current GPU (one GPU)",
               ns);
