@@ -1,5 +1,6 @@
 #include "labkit/sort_checks.h"
 
+#include <labkit/device_compare.cuh>
 #include <labkit/fresh_input.h>
 
 #include <algorithm>
@@ -90,11 +91,11 @@ struct PerfBuffers {
         }),
         expected(c.n), expected_temp(reference_temp(lab, c.n)) {}
 
-  // The drawn keys, sorted by the reference.
-  Keys sorted_by_reference() {
+  // The drawn keys, sorted by the reference, in `expected`.
+  const std::uint32_t* sorted_by_reference() {
     copy_on_device(expected.data(), keys.drawn(), expected.bytes(), expected.device());
     sort(expected.data(), expected.size(), expected_temp.buffer.data(), expected_temp.bytes, nullptr);
-    return expected.download();
+    return expected.data();
   }
 
   SortFunction* sort;
@@ -112,7 +113,9 @@ PerfSubject perf_subject(Function<SortFunction> sort, const Case& c, PerfBuffers
     draw(sample);
     temp.buffer.poison();  // the contract's garbage on entry
   };
-  return {call, [&b] { return compare_exact(b.sorted_by_reference(), b.keys.collected()).describe(); }};
+  return {call, [&b] {
+            return compare_exact_on_device(b.sorted_by_reference(), b.keys.collected_data(), b.keys.size()).describe();
+          }};
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "cub_histogram.cuh"
 #include "histogram.h"
 
+#include <labkit/device_compare.cuh>
 #include <labkit/lab.h>
 
 #include <mutex>
@@ -92,7 +93,7 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(histogram)> fn, const
                              {&b.input}, {&b.bins}),
           [&c, &b] {
             labkit::reference<decltype(histogram)>("histogram")(b.input.drawn(), c.n, b.expected.data(), nullptr);
-            return labkit::compare_exact(b.expected.download(), b.bins.collected()).describe();
+            return labkit::compare_exact_on_device(b.expected.data(), b.bins.collected_data(), bin_count).describe();
           }};
 }
 

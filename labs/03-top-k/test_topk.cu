@@ -3,6 +3,7 @@
 #include "cub_sort_topk.cuh"
 #include "topk.h"
 
+#include <labkit/device_compare.cuh>
 #include <labkit/lab.h>
 
 #include <algorithm>
@@ -124,7 +125,7 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(topk)> fn, const Case
                              {&b.input}, {&b.out}),
           [&c, &b] {
             labkit::reference<decltype(topk)>("topk")(b.input.drawn(), c.n, b.k, b.expected.data(), nullptr);
-            return labkit::compare_exact(b.expected.download(), b.out.collected()).describe();
+            return labkit::compare_exact_on_device(b.expected.data(), b.out.collected_data(), size_t(b.k)).describe();
           }};
 }
 

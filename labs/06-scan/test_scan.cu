@@ -4,6 +4,7 @@
 #include "cub_scan.cuh"
 #include "scan.h"
 
+#include <labkit/device_compare.cuh>
 #include <labkit/lab.h>
 
 #include <algorithm>
@@ -262,7 +263,7 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(inclusive_scan)> fn, 
           [&c, &b] {
             labkit::reference<decltype(inclusive_scan)>("inclusive_scan")(b.input.drawn(), c.n, b.expected.data(),
                                                                           nullptr);
-            return labkit::compare_exact(b.expected.download(), b.out.collected()).describe();
+            return labkit::compare_exact_on_device(b.expected.data(), b.out.collected_data(), c.n).describe();
           }};
 }
 

@@ -5,6 +5,7 @@
 #include "compact.h"
 #include "cub_compact.cuh"
 
+#include <labkit/device_compare.cuh>
 #include <labkit/lab.h>
 
 #include <algorithm>
@@ -446,11 +447,10 @@ struct PerfBuffers {
   cub_compact::StableSplit cub_split;
 };
 
-// d_values[0..count) as bits: only the compacted part is compared.
-Bits download_bits(const float* d_values, size_t count) {
-  Bits bits(count);
-  if (count > 0) CUDA_CHECK(cudaMemcpy(bits.data(), d_values, count * sizeof(float), cudaMemcpyDeviceToHost));
-  return bits;
+// The first `count` floats of two device arrays, compared bit for bit.
+labkit::Comparison compare_bits_on_device(const float* expected, const float* actual, size_t count) {
+  return labkit::compare_exact_on_device(reinterpret_cast<const uint32_t*>(expected),
+                                         reinterpret_cast<const uint32_t*>(actual), count);
 }
 
 labkit::PerfSubject compact_subject(labkit::Function<decltype(compact_positive)> fn, const Case& c, PerfBuffers& b) {
@@ -465,9 +465,7 @@ labkit::PerfSubject compact_subject(labkit::Function<decltype(compact_positive)>
             const size_t got = b.count.collected()[0];
             if (got != expected_count)
               return "*d_count is " + std::to_string(got) + ", expected " + std::to_string(expected_count);
-            return labkit::compare_exact(download_bits(b.expected.data(), expected_count),
-                                         download_bits(b.out.collected_data(), expected_count))
-                .describe();
+            return compare_bits_on_device(b.expected.data(), b.out.collected_data(), expected_count).describe();
           }};
 }
 
@@ -477,7 +475,7 @@ labkit::PerfSubject split_subject(labkit::Function<decltype(split_positive)> fn,
           [&c, &b] {
             labkit::reference<decltype(split_positive)>("split_positive")(b.input.drawn(), c.n, b.expected.data(),
                                                                           nullptr);
-            return labkit::compare_exact(to_bits(b.expected.download()), to_bits(b.out.collected())).describe();
+            return compare_bits_on_device(b.expected.data(), b.out.collected_data(), c.n).describe();
           }};
 }
 

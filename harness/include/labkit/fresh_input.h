@@ -128,6 +128,7 @@ public:
     detail::copy_out_of_reach(live_, *collected_, collect_scratch_, rehearsal, drawn_.device());
   }
   std::vector<T> collected() const { return collected_.value().download(); }
+  const T* collected_data() const { return collected_.value().data(); }
 
 private:
   Generator generator_;
