@@ -241,6 +241,26 @@ int count_gpus() {
   return std::max(count, 1);
 }
 
+// Correctness checks are mostly CPU work (inputs, references), so more labs at once keep the
+// GPU busy between timings; but a timing lab's buffers (up to about 8 GiB, labs 06 and 07 at
+// 2^28 elements) and the waiting labs' (a CUDA context and a case's buffers each) must fit.
+// 12 GiB a run leaves room for both: six on an 80 GiB card, two on a 24 GiB one.
+int default_runs_per_gpu() {
+  constexpr long long mib_per_run = 12 * 1024;
+  constexpr int most = 6, unknown = 3;
+  long long smallest_mib = 0;
+  if (FILE* pipe = popen("nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null", "r")) {
+    char line[128];
+    while (std::fgets(line, sizeof line, pipe)) {
+      const long long mib = std::atoll(line);
+      if (mib > 0 && (smallest_mib == 0 || mib < smallest_mib)) smallest_mib = mib;
+    }
+    pclose(pipe);
+  }
+  if (smallest_mib == 0) return unknown;
+  return int(std::clamp<long long>(smallest_mib / mib_per_run, 1, most));
+}
+
 void stop_children_on_interrupt() {
   static sigset_t signals;
   sigemptyset(&signals);

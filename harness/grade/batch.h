@@ -38,7 +38,7 @@ struct BatchOptions {
   GradeOptions grade;
   int build_workers = 2;
   int gpu_count = 1;
-  int runs_per_gpu = 3;  // labs checked at once on one GPU; timing still has the GPU alone
+  int runs_per_gpu = 3;  // labs checked at once on one GPU (default_runs_per_gpu); timing still has the GPU alone
   std::string work_dir;  // per submission and lab: staged sources, module, logs, saved result
   bool progress = true;      // status lines on stderr
   bool reuse_saved = false;  // reuse a saved result whose inputs are all unchanged
@@ -74,6 +74,10 @@ bool reusable(const LabResult& result);
 
 // GPUs this machine has (nvidia-smi -L), or CUDA_VISIBLE_DEVICES' count when set; at least 1.
 int count_gpus();
+
+// Labs checked at once on each GPU unless --runs-per-gpu says: one per 12 GiB of the smallest
+// GPU's memory, from 1 to 6 (3 where nvidia-smi cannot tell).
+int default_runs_per_gpu();
 
 // Stops every running child process group and exits: Ctrl-C on a batch leaves nothing on the GPU.
 void stop_children_on_interrupt();

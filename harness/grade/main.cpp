@@ -166,7 +166,7 @@ struct CommandLine {
   std::vector<std::string> lab_keys;
   std::string submissions_dir, out_dir, secret_file, roster_file, results_dir;
   int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
-  int gpus = 0, time_limit = 0, runs_per_gpu = 3;
+  int gpus = 0, time_limit = 0, runs_per_gpu = 0;
   std::string export_lab, export_case, profile_lab, profile_case;
   grade::slurm::SlurmOptions slurm;
   std::string task_plan, task_array;
@@ -210,7 +210,8 @@ void define_grading_options(CLI::App& app, CommandLine& line) {
   app.add_option("--gpus", line.gpus, "GPUs to spread runs over (default: all that nvidia-smi lists)")
       ->check(at_least(1));
   app.add_option("--runs-per-gpu", line.runs_per_gpu,
-                 "with --submissions: labs checked at once on each GPU (default 3; timing always has the GPU alone)")
+                 "with --submissions: labs checked at once on each GPU (default: one per 12 GiB of GPU memory, "
+                 "at most 6; timing always has the GPU alone)")
       ->check(at_least(1));
   app.add_option("--secret-file", line.secret_file,
                  "instructor secret mixed into every seed (or set LABKIT_SECRET); a batch without one warns, "
@@ -347,7 +348,7 @@ grade::BatchOptions batch_options(const CommandLine& line, const grade::Toolchai
   if (!line.retime_reference) options.grade.calibration_dir = calibration_folder(toolchain);
   options.build_workers = line.jobs;
   options.gpu_count = line.gpus > 0 ? line.gpus : grade::count_gpus();
-  options.runs_per_gpu = line.runs_per_gpu;
+  options.runs_per_gpu = line.runs_per_gpu > 0 ? line.runs_per_gpu : grade::default_runs_per_gpu();
   return options;
 }
 

@@ -5,6 +5,7 @@
 // 2 the same way: mpi_allreduce runs in one process per GPU under mpirun (labkit/rank_group.h).
 #include "allreduce.h"
 
+#include <labkit/device_compare.cuh>
 #include <labkit/lab.h>
 #include <labkit/mpi_part.h>
 
@@ -75,21 +76,22 @@ struct ExpectedElement {
   float tolerance = 0;  // unused for exact cases
 };
 
-// One element's sum from each GPU's value of it (value_of(g) for g < gpus).
+// One element's sum from each GPU's value of it (value_of(g) for g < gpus). On the host and,
+// for the timed calls' checks, on the GPU.
 template <class ValueOf>
-ExpectedElement expected_element(int gpus, bool exact, ValueOf value_of) {
+__host__ __device__ ExpectedElement expected_element(int gpus, bool exact, ValueOf value_of) {
   double sum = 0, magnitude = 0;
   for (int g = 0; g < gpus; ++g) {
     const float value = value_of(g);
     sum += value;
-    magnitude += std::fabs(value);
+    magnitude += fabs(double(value));
   }
   return {float(sum), exact ? 0.0f : float(gpus * double(FLT_EPSILON) * magnitude)};
 }
 
-bool element_right(const ExpectedElement& e, bool exact, float actual) {
+__host__ __device__ bool element_right(const ExpectedElement& e, bool exact, float actual) {
   if (exact) return actual == e.sum;  // exact sums: -0 and +0 alike, NaN never
-  return !std::isnan(actual) && std::fabs(double(actual) - double(e.sum)) <= double(e.tolerance);
+  return !isnan(actual) && fabs(double(actual) - double(e.sum)) <= double(e.tolerance);
 }
 
 Expected expected_sum(const GpuArrays& arrays, size_t first, size_t n, bool exact) {
@@ -332,6 +334,21 @@ private:
   labkit::ElementRule<float> values_;
 };
 
+// Element i of an all-reduce is wrong on some GPU: PerfInputs::check on the device.
+struct WrongOnSomeGpu {
+  const float* drawn[allreduce_max_gpus];
+  const float* actual[allreduce_max_gpus];
+  int gpus;
+  bool exact;
+  __device__ bool operator()(size_t i) const {
+    const ExpectedElement e = expected_element(gpus, exact, [this, i](int g) { return drawn[g][i]; });
+    for (int g = 0; g < gpus; ++g)
+      if (!element_right(e, exact, actual[g][i]) || __float_as_uint(actual[g][i]) != __float_as_uint(actual[0][i]))
+        return true;
+    return false;
+  }
+};
+
 // A timed call's buffers: one array per GPU, on that GPU, drawn afresh for every call.
 struct PerfInputs {
   PerfInputs(const Case& c, int gpus) : c(c), n(c.n), exact(exact_case(c)), seeds(size_t(gpus)) {
@@ -361,8 +378,41 @@ struct PerfInputs {
     return call;
   }
 
-  // "" when every GPU's collected array holds the sum of the drawn ones, with GPU 0's bits.
+  // "" when every GPU's collected array holds the sum of the drawn ones, with GPU 0's bits:
+  // counted on GPU 0 where it reaches every GPU's memory, and checked on the host, which says
+  // which GPU is wrong, only when something is.
   std::string check() const {
+    if (gpu0_reaches_all() && count_wrong_on_gpu0() == 0) return "";
+    return check_on_host();
+  }
+
+  const Case& c;
+  size_t n;
+  bool exact;
+  std::vector<uint64_t> seeds;  // of each GPU's latest draw
+  std::vector<std::unique_ptr<labkit::FreshInput<float>>> arrays;
+
+private:
+  bool gpu0_reaches_all() const {
+    for (int g = 1; g < gpus(); ++g) {
+      int reaches = 0;
+      CUDA_CHECK(cudaDeviceCanAccessPeer(&reaches, 0, g));
+      if (!reaches) return false;
+    }
+    return true;
+  }
+
+  size_t count_wrong_on_gpu0() const {
+    WrongOnSomeGpu wrong{{}, {}, gpus(), exact};
+    for (int g = 0; g < gpus(); ++g) {
+      wrong.drawn[g] = arrays[size_t(g)]->drawn();
+      wrong.actual[g] = arrays[size_t(g)]->collected_data();
+    }
+    const labkit::DeviceScope on_gpu0(0);
+    return labkit::count_wrong_on_device(n, wrong);
+  }
+
+  std::string check_on_host() const {
     std::vector<DrawnArray> drawn;
     for (uint64_t seed : seeds) drawn.emplace_back(c, seed);
     std::vector<std::vector<float>> actual;
@@ -384,12 +434,6 @@ struct PerfInputs {
                " elements are wrong or differ from GPU 0's";
     return "";
   }
-
-  const Case& c;
-  size_t n;
-  bool exact;
-  std::vector<uint64_t> seeds;  // of each GPU's latest draw
-  std::vector<std::unique_ptr<labkit::FreshInput<float>>> arrays;
 };
 
 labkit::PerfSubject perf_subject(labkit::Function<decltype(ring_allreduce)> fn, PerfInputs& inputs) {
