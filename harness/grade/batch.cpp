@@ -319,6 +319,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       }
       progress.begin(label(slot) + " build");
       const bool built = build_lab(slot.job, toolchain, slot.result);
+      if (children_stopped()) return;  // interrupted: the compiler was killed, the files decided nothing
       progress.finish(label(slot) + " build", built ? build_line(slot.result) : outcome_line(slot.result), !built);
       ++graded_count;
       if (built) {
@@ -336,6 +337,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       const std::string what = label(slot) + (gpu >= 0 ? " run on GPU " + std::to_string(gpu) : " run on all GPUs");
       progress.begin(what);
       run_lab(slot.job, toolchain, grading, gpu_count > 1 ? gpu : -1, slot.result);
+      if (children_stopped()) return;  // interrupted: a run killed halfway is no one's result
       run_count += slot.result.status != LabStatus::not_run;  // without a GPU nothing ran
       save(slot);
       slot.done = true;

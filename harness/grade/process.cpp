@@ -27,6 +27,7 @@ constexpr double max_uncounted_seconds = 3600;
 // array of atomics: readable from a signal handler without locks.
 constexpr int max_children = 64;
 std::atomic<pid_t> running_children[max_children];
+std::atomic<bool> stopping_children{false};  // lock-free, so kill_all_children stays async-signal-safe
 
 void remember_child(pid_t pid, bool running) {
   for (auto& slot : running_children) {
@@ -138,9 +139,12 @@ std::string ChildOutcome::describe() const {
 }
 
 void kill_all_children() {
+  stopping_children = true;  // before the kills: a child that ends after them is seen as stopped
   for (auto& slot : running_children)
     if (const pid_t pid = slot.load(); pid > 0) kill(-pid, SIGKILL);
 }
+
+bool children_stopped() { return stopping_children; }
 
 std::string random_token() {
   std::random_device device;

@@ -46,8 +46,11 @@ struct ChildRequest {
 
 ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits);
 
-// Kills the process group of every child still running (on Ctrl-C). Async-signal-safe.
+// Kills the process group of every child still running (on Ctrl-C). Async-signal-safe. From
+// then on children_stopped() is true: what a child's end says after it (killed, crashed, no
+// result) is the grader's doing, not the submission's, and must not be saved as its result.
 void kill_all_children();
+bool children_stopped();
 
 // A random hex string: the result channel's token.
 std::string random_token();

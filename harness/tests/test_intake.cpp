@@ -6,17 +6,20 @@
 #include "exports.h"
 #include "grader.h"
 #include "intake.h"
+#include "process.h"
 #include "labkit/rank_group.h"
 #include "slurm.h"
 
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <thread>
 #include <fstream>
 
 namespace fs = std::filesystem;
@@ -445,6 +448,40 @@ TEST_SUITE("intake") {
     REQUIRE(reports.size() == 1);
     CHECK(reports[0].labs[0].status == grade::LabStatus::build_failed);
     CHECK(fs::exists(dir.path / "work" / "José Núñez" / lab.dir / "result.json"));
+  }
+
+  TEST_CASE("an interrupted batch saves no result for the lab it stopped halfway") {
+    const grade::LabSpec& lab = histogram_lab();
+    TempDir dir("interrupted");
+    write(dir.path / "class" / "alice" / "histogram.cu", "int x;\n");
+    // A compiler that is still at work when the batch is interrupted (Ctrl-C kills every child).
+    write(dir.path / "slow-nvcc", "#!/bin/sh\ntouch \"$0.started\"\nexec sleep 30\n");
+    fs::permissions(dir.path / "slow-nvcc", fs::perms::owner_all);
+    grade::Toolchain toolchain = no_compiler(dir.path / "build");
+    toolchain.nvcc = (dir.path / "slow-nvcc").string();
+    grade::BatchOptions options;
+    options.progress = false;
+    options.work_dir = (dir.path / "work").string();
+    const auto submissions = grade::find_submissions((dir.path / "class").string());
+
+    // In a process of its own: the stop is for good, as in a grader that is about to exit.
+    const pid_t batch = fork();
+    REQUIRE(batch >= 0);
+    if (batch == 0) {
+      std::thread interrupt([&] {
+        while (!fs::exists(dir.path / "slow-nvcc.started")) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        grade::kill_all_children();
+      });
+      grade::grade_batch(submissions, {lab}, toolchain, options);
+      interrupt.join();
+      _exit(0);
+    }
+    int status = 0;
+    REQUIRE(waitpid(batch, &status, 0) == batch);
+    CHECK(WIFEXITED(status));
+    CHECK(fs::exists(dir.path / "slow-nvcc.started"));
+    // Saved, the killed compiler's "build failed" would be reused when the batch resumes.
+    CHECK_FALSE(fs::exists(dir.path / "work" / "alice" / lab.dir / "result.json"));
   }
 
   TEST_CASE("a saved result is reused only when the student's files decided it, never when the machine did") {
