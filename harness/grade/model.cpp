@@ -1,6 +1,7 @@
 #include "model.h"
 
 #include "labkit/exit_status.h"
+#include "labkit/protocol.h"
 
 #include <algorithm>
 #include <cctype>
@@ -306,9 +307,9 @@ std::string timing_line(const CaseResult& c) {
   if (!c.timing.contains("student")) return {};
   const json& s = c.timing["student"];
   const json& r = c.timing["reference"];
-  std::string line = format("yours %.4f ms, %.0f GB/s, %.1f%% of peak; reference %.4f ms; ",
-                            s["median_ms"].get<double>(), s["gbps"].get<double>(),
-                            s["percent_of_peak"].get<double>(), r["median_ms"].get<double>());
+  std::string line = format("yours %.4f ms, ", s["median_ms"].get<double>()) +
+                     labkit::protocol::throughput(c.timing, s).text() +
+                     format("; reference %.4f ms; ", r["median_ms"].get<double>());
   if (const auto library = library_time(c)) line += library->name + format(" %.4f ms; ", library->median_ms);
   return line + format("ratio %.2f", c.timing["ratio"].get<double>());
 }

@@ -138,7 +138,8 @@ struct LibraryTime {
 std::optional<LibraryTime> library_time(const CaseResult& c);
 
 // A performance case's times in one line: "yours 0.0886 ms, 1184 GB/s, 39.3% of peak;
-// reference 0.0373 ms; CUB 0.0455 ms; ratio 0.42"; empty when it was not timed.
+// reference 0.0373 ms; CUB 0.0455 ms; ratio 0.42" (a compute-bound case: "52.3 TFLOP/s,
+// 77.3% of FP32 peak", labkit::protocol::throughput); empty when it was not timed.
 std::string timing_line(const CaseResult& c);
 
 // JSON as text for a file. Logs cut to their tail and folder names from a Latin-1 zip need not

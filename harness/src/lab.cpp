@@ -201,9 +201,8 @@ void print_line(const Case& c, const nlohmann::json& record) {
     std::printf("  %s %9.4f ms", record["anchor"]["name"].get<std::string>().c_str(),
                 record["anchor"]["median_ms"].get<double>());
   if (record.contains("student"))
-    std::printf("  yours %9.4f ms  %7.1f GB/s  %5.1f%% of peak  ratio %.2f",
-                record["student"]["median_ms"].get<double>(), record["student"]["gbps"].get<double>(),
-                record["student"]["percent_of_peak"].get<double>(), record["ratio"].get<double>());
+    std::printf("  yours %9.4f ms  %s  ratio %.2f", record["student"]["median_ms"].get<double>(),
+                protocol::throughput(record, record["student"]).text().c_str(), record["ratio"].get<double>());
   std::printf("\n");
 }
 

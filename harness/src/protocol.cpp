@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
@@ -16,6 +17,23 @@ std::string module_variable(const std::string& module_name) {
 }
 
 // ---- outcomes and record types -----------------------------------------------------------------
+
+Throughput throughput(const nlohmann::json& measurement, const nlohmann::json& side) {
+  const double ms = side.value("median_ms", 0.0);
+  const double flops = measurement.value("flops", 0.0), peak_gflops = measurement.value("peak_fp32_gflops", 0.0);
+  if (flops > 0 && peak_gflops > 0 && ms > 0) {
+    const double gflops = flops / (ms * 1e6);
+    return {true, gflops / 1e3, 100.0 * gflops / peak_gflops};
+  }
+  return {false, side.value("gbps", 0.0), side.value("percent_of_peak", 0.0)};
+}
+
+std::string Throughput::text() const {
+  char line[96];
+  if (compute_bound) std::snprintf(line, sizeof line, "%.1f TFLOP/s, %.1f%% of FP32 peak", rate, percent);
+  else std::snprintf(line, sizeof line, "%.0f GB/s, %.1f%% of peak", rate, percent);
+  return line;
+}
 
 namespace {
 

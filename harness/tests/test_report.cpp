@@ -224,6 +224,19 @@ TEST_SUITE("report") {
     CHECK_FALSE(grade::library_time(timed));
   }
 
+  TEST_CASE("a compute-bound case's timing line shows TFLOP/s and the FP32 peak, not the bandwidth") {
+    grade::CaseResult timed{"square-4096", "performance"};
+    timed.outcome = grade::Outcome::passed;
+    // 2 * 4096^3 FLOP in 2.5 ms: 55.0 TFLOP/s, 82.1% of a 67 TFLOP/s peak.
+    timed.timing = {{"flops", 2.0 * 4096.0 * 4096.0 * 4096.0},
+                    {"peak_fp32_gflops", 67000.0},
+                    {"student", {{"median_ms", 2.5}, {"gbps", 8.0}, {"percent_of_peak", 0.2}}},
+                    {"reference", {{"median_ms", 2.25}}},
+                    {"ratio", 0.9}};
+    CHECK(grade::timing_line(timed) ==
+          "yours 2.5000 ms, 55.0 TFLOP/s, 82.1% of FP32 peak; reference 2.2500 ms; ratio 0.90");
+  }
+
   TEST_CASE("totals add up per lab and overall") {
     const auto report = sample_report();
     CHECK(report.labs[0].points == 30);

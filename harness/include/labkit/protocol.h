@@ -71,6 +71,18 @@ struct PerformanceRecord {
   bool calibration = false;  // sent as a calibration record
 };
 
+// What bounds a timed case, as every report shows it: for a case whose record names its
+// floating-point work ("flops": the compute-bound labs 04 and 08), the rate against the GPU's
+// FP32 peak; for the rest, the bandwidth against the measured read bandwidth. `side` is one of
+// the measurement's timings ("student", "reference", "anchor").
+struct Throughput {
+  bool compute_bound = false;
+  double rate = 0;     // TFLOP/s when compute_bound, else GB/s
+  double percent = 0;  // of the peak
+  std::string text() const;  // "52.3 TFLOP/s, 77.3% of FP32 peak" or "1184 GB/s, 39.3% of peak"
+};
+Throughput throughput(const nlohmann::json& measurement, const nlohmann::json& side);
+
 struct ProfiledRecord {
   std::string case_name;
   bool output_ok = false;
