@@ -105,6 +105,18 @@ TEST_SUITE("generators") {
     for (float f : floats) REQUIRE((f >= -1 && f <= 1));
   }
 
+  TEST_CASE("a sorted case sorted on every core is the uniform case sorted by std::sort") {
+    const std::size_t n = (std::size_t(5) << 20) + 3;  // several chunks, an odd number of them likely
+    std::vector<std::uint32_t> expected = generate<std::uint32_t>(n, {Distribution::uniform, 9, 0, 4294967295.0});
+    std::sort(expected.begin(), expected.end());
+    CHECK(generate<std::uint32_t>(n, {Distribution::sorted_ascending, 9, 0, 4294967295.0}) == expected);
+    std::reverse(expected.begin(), expected.end());
+    CHECK(generate<std::uint32_t>(n, {Distribution::sorted_descending, 9, 0, 4294967295.0}) == expected);
+    std::vector<int> odd_runs = {5, 3, 9, 1, 7};
+    labkit::parallel_sort(odd_runs, std::less<int>());
+    CHECK(odd_runs == std::vector<int>{1, 3, 5, 7, 9});
+  }
+
   TEST_CASE("each distribution has its shape") {
     const auto same = generate<std::uint8_t>(1000, {Distribution::all_same, 5, 0, 255});
     CHECK(std::set<std::uint8_t>(same.begin(), same.end()).size() == 1);
