@@ -1,7 +1,7 @@
 // Output checks that run where the output lies. A timed sample's output is judged on the GPU,
 // and only an output found wrong is downloaded, so that the host can say where it is wrong.
-// Judged on the host, each sample of a large case cost two downloads of up to a GiB and a pass
-// over them: seconds per sample, most of what grading a lab took.
+// Judging every sample on the host costs two downloads of up to a GiB and a pass over them:
+// seconds per sample of a large case, with the GPU held alone for timing all the while.
 #pragma once
 
 #include "labkit/buffer.h"
