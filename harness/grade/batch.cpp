@@ -1,6 +1,7 @@
 #include "batch.h"
 
 #include "bad_input.h"
+#include "grader.h"
 #include "intake.h"
 #include "labkit/fingerprint.h"
 #include "process.h"

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "catalog.h"
-#include "grader.h"
+#include "job.h"
 #include "model.h"
 
 #include <string>

@@ -3,7 +3,7 @@
 // the compiled code, and fingerprint what the reference's timings depend on.
 #pragma once
 
-#include "grader.h"
+#include "job.h"
 
 #include <string>
 #include <vector>

@@ -2,6 +2,7 @@
 
 #include "compile.h"
 #include "labkit/fingerprint.h"
+#include "model.h"
 
 #include <sys/resource.h>
 

@@ -3,7 +3,7 @@
 // by one, the cases a crash left without a result.
 #pragma once
 
-#include "grader.h"
+#include "job.h"
 #include "labkit/dataset.h"
 #include "labkit/protocol.h"
 #include "process.h"

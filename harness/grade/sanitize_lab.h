@@ -2,7 +2,7 @@
 // the submission's host under each of the lab's tools (the findings: sanitize.h).
 #pragma once
 
-#include "grader.h"
+#include "job.h"
 #include "labkit/dataset.h"
 #include "model.h"
 #include "progress.h"

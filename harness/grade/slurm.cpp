@@ -1,6 +1,7 @@
 #include "slurm.h"
 
 #include "bad_input.h"
+#include "grader.h"
 #include "labkit/fingerprint.h"
 #include "labkit/protocol.h"
 #include "process.h"

@@ -9,7 +9,7 @@
 
 #include "batch.h"
 #include "catalog.h"
-#include "grader.h"
+#include "job.h"
 #include "model.h"
 
 #include <string>
