@@ -33,7 +33,7 @@ __global__ void scan_blelloch_single_block_kernel(const int32_t* in, size_t n, i
     if (idx_b < block_items) s_buffer[idx_b] += s_buffer[idx_a];
   }
 
-  // Down-sweep: each finished prefix is added to the partial sum half a stride to its right.
+  // Down-sweep: each finished prefix is added to the partial sum `offset` places to its right.
   for (offset >>= 1; offset > 0; offset >>= 1) {
     __syncthreads();
     const int idx_a = offset * (2 * tid + 2) - 1;
