@@ -1,0 +1,261 @@
+// Timing a case: the reference's time (from the calibration cache, or measured), the
+// submission's under the grader's clock, and the record the grader scores.
+#include "labkit/lab.h"
+
+#include "labkit/protocol.h"
+#include "labkit/results.h"
+
+#include "child_process.h"
+#include "runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+namespace labkit {
+
+namespace {
+
+using protocol::Outcome;
+using runner::ClockStopped;
+using runner::context_lost;
+using runner::report_progress;
+using runner::RunnerState;
+using runner::seconds_running;
+using runner::state;
+using runner::stop_after_lost_context;
+
+nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak_gbps) {
+  const double gbps = gigabytes_per_second(bytes_moved, t.ms.median);
+  nlohmann::json json = {{"median_ms", t.ms.median},       {"min_ms", t.ms.min},
+                         {"mean_ms", t.ms.mean},           {"stdev_ms", t.ms.stdev},
+                         {"relative_error", t.ms.relative_error}, {"samples", t.ms.count},
+                         {"gbps", gbps},                   {"percent_of_peak", 100.0 * gbps / peak_gbps},
+                         {"sm_clock_mhz", t.sm_clock_mhz}, {"off_stream_work", t.off_stream_work}};
+  if (t.remote)
+    json.update({{"confirmed", t.confirmed},
+                 {"reported_ms", t.reported_ms},
+                 {"unexplained_ms", t.unexplained_ms},
+                 {"unconfirmed_samples", t.unconfirmed_samples},
+                 {"impossible_samples", t.impossible_samples},
+                 {"empty_ceiling_ms", t.empty_ceiling_ms},
+                 {"ceiled_empty_calls", t.ceiled_empty_calls},
+                 {"noise_relative_error", noise_relative_error(t.ms)}});
+  return json;
+}
+
+// One honest call of `device_ms` through a host that runs no submission (a kernel that spins
+// that long), timed the same way as the submission's (`host_clock`: the host wakes every
+// device first, as it does for the call): returns the device time the host reported, which
+// the timing loop subtracts from its own clock's view of the call (RoundTripProbe).
+double empty_call_ms(double device_ms, bool host_clock) {
+  static std::unique_ptr<HostProcess> probe;
+  if (!probe) {
+    probe = std::make_unique<HostProcess>(HostOptions{state().options.host, "", state().options.call_seconds});
+    probe->pin_to_cpu(child::timing_cpu());
+  }
+  wire::Request noop;
+  noop.op = wire::Op::noop;
+  noop.timed = 1;
+  noop.host_clock = host_clock;
+  noop.spin_ns = std::uint64_t(device_ms * 1e6);
+  return probe->request(noop).event_ms;
+}
+
+// A ratio this close to a threshold could land on either side of it with another
+// measurement of the reference: a cached reference time is not good enough there.
+bool near_threshold(const std::string& case_name, double ratio, double noise) {
+  const auto& thresholds = state().options.thresholds;
+  const auto found = std::find_if(thresholds.begin(), thresholds.end(),
+                                  [&](const protocol::Threshold& t) { return t.case_name == case_name; });
+  if (found == thresholds.end()) return false;
+  const double margin = noise + 0.05;
+  for (double threshold : {found->zero_credit_ratio, found->full_credit_ratio})
+    if (threshold > 0 && std::fabs(ratio / threshold - 1) <= margin) return true;
+  return false;
+}
+
+// The GPU's read bandwidth: from the calibration cache, else measured (about a second).
+double peak_read_gbps() {
+  Calibration& calibration = state().calibration;
+  if (!state().options.calibrate)
+    if (const auto cached = calibration.peak_read_gbps()) return *cached;
+  const double measured = measured_read_bandwidth_gbps();
+  calibration.store_peak_read_gbps(measured);
+  return measured;
+}
+
+struct ReferenceTime {
+  nlohmann::json json;  // timing_json's record
+  std::string source;
+  bool cached = false;
+  double median_ms() const { return json.value("median_ms", 0.0); }
+  double relative_error() const { return json.value("relative_error", 0.0); }
+};
+
+// From the first timed case on, the submission's host and the empty call's share one CPU that
+// this process leaves to them (child::timing_cpu): measured without, the two hosts' wake-ups
+// differed by up to 40 us per case, a gap the timing loop would charge the submission.
+void share_timing_cpu() {
+  static bool shared = false;
+  const int cpu = child::timing_cpu();
+  if (shared || cpu < 0) return;
+  shared = true;
+  child::leave_cpu(cpu);
+  if (state().student) state().student->pin_to_cpu(cpu);
+}
+
+ReferenceTime measure_reference(const PerfSubject& reference_side, double bytes_moved, double peak) {
+  const TimingStats stats = time_call(reference_side.call);
+  const std::string error = reference_side.check_output();
+  REQUIRE_MESSAGE(error.empty(), "the reference solution is wrong: " << error);
+  return {timing_json(stats, bytes_moved, peak), "measured in this run"};
+}
+
+// The library's time for the reports' "anchor" ({name, median_ms, ...}), or null when the
+// case has no library or the library's answer was wrong (said on the log: a kit problem, not
+// the student's, so it costs the case nothing).
+nlohmann::json measure_library(const LibraryAnchor& library, double bytes_moved, double peak) {
+  if (library.name.empty()) return nullptr;
+  const TimingStats stats = time_call(library.subject.call);
+  const auto& check = library.subject.check_output;
+  if (const std::string error = check ? check() : ""; !error.empty()) {
+    std::printf("warning: %s gave a wrong answer, so it is left out of the report: %s\n", library.name.c_str(),
+                error.c_str());
+    return nullptr;
+  }
+  nlohmann::json anchor = timing_json(stats, bytes_moved, peak);
+  anchor["name"] = library.name;
+  return anchor;
+}
+
+// The reference's time for a case, with the library's beside it under "library": from the
+// calibration cache when it has the case, else measured now (and stored for the runs that
+// follow), so a class pays for neither more than once.
+ReferenceTime reference_time(const Case& c, const PerfSubject& reference_side, const LibraryAnchor& library,
+                             double bytes_moved, double peak) {
+  Calibration& calibration = state().calibration;
+  if (!state().options.calibrate)
+    if (const auto cached = calibration.reference(c.name)) {
+      return {*cached,
+              "calibration cache " + std::filesystem::path(calibration.path()).filename().string() + " (measured " +
+                  cached->value("measured_at", std::string("earlier")) + ")",
+              true};
+    }
+  ReferenceTime fresh = measure_reference(reference_side, bytes_moved, peak);
+  if (nlohmann::json anchor = measure_library(library, bytes_moved, peak); !anchor.is_null())
+    fresh.json["library"] = std::move(anchor);
+  calibration.store(c.name, fresh.json);
+  return fresh;
+}
+
+void print_line(const Case& c, const nlohmann::json& record) {
+  std::printf("[%7.2f s] %-24s reference %9.4f ms", seconds_running(), c.name.c_str(),
+              record["reference"].value("median_ms", 0.0));
+  if (record.contains("anchor"))
+    std::printf("  %s %9.4f ms", record["anchor"]["name"].get<std::string>().c_str(),
+                record["anchor"]["median_ms"].get<double>());
+  if (record.contains("student"))
+    std::printf("  yours %9.4f ms  %s  ratio %.2f", record["student"]["median_ms"].get<double>(),
+                protocol::throughput(record, record["student"]).text().c_str(), record["ratio"].get<double>());
+  std::printf("\n");
+}
+
+// `grade profile`: the student's side is called once, untimed, while a profiler watches the
+// host process; the reference is profiled the same way, as the --student of another run.
+void profile_once(const Case& c, const PerfSubject& student_side) {
+  std::string error;
+  try {
+    const TimedCall& call = student_side.call;
+    if (call.prepare) call.prepare(0);
+    if (call.reveal) call.reveal(false);
+    call.launch(nullptr);
+    if (call.collect) call.collect(false);
+    error = student_side.check_output();
+  } catch (const std::exception& failure) {
+    error = failure.what();
+  }
+  emit_result(protocol::ProfiledRecord{c.name, error.empty(), error});
+  std::printf("[%7.2f s] %-24s profiled one call%s\n", seconds_running(), c.name.c_str(),
+              error.empty() ? "" : (": " + error).c_str());
+}
+
+}  // namespace
+
+void measure_performance(const Case& c, Work work, const PerfSubject& student_side,
+                         const PerfSubject& reference_side, const LibraryAnchor& library, const PerfHint& hint,
+                         const PerfRequirement& requirement) {
+  const double bytes_moved = work.bytes;
+  RunnerState& s = state();
+  if (!timing_wanted(c)) return;
+  report_progress(c, s.options.profile ? "profiling" : "timing");
+  if (s.options.profile) return profile_once(c, student_side);
+  nlohmann::json record = {{"bytes", bytes_moved}};
+  const double peak = peak_read_gbps();
+  record["peak_read_gbps"] = peak;
+  if (work.flops > 0) record.update({{"flops", work.flops}, {"peak_fp32_gflops", current_device().peak_fp32_gflops}});
+  // Nothing of the submission's may run while the reference is timed: no process, no thread.
+  if (s.student) s.student->stop();
+  share_timing_cpu();
+  const double reference_started = seconds_running();
+  ReferenceTime reference = [&] {
+    const ClockStopped timing_reference("timing the reference");
+    return reference_time(c, reference_side, library, bytes_moved, peak);
+  }();
+  std::printf("[%7.2f s] %-24s the reference's times (%s) in %.2f s\n", seconds_running(), c.name.c_str(),
+              reference.cached ? "cached" : "measured", seconds_running() - reference_started);
+  if (reference.json.contains("library")) {
+    record["anchor"] = reference.json["library"];
+    reference.json.erase("library");
+  }
+  record["reference"] = reference.json;
+  record["reference_source"] = reference.source;
+  if (s.options.calibrate) {
+    emit_result(protocol::PerformanceRecord{c.name, Outcome::passed, "", record, true});
+    print_line(c, record);
+    return;
+  }
+
+  std::string student_error;
+  try {
+    TimedCall call = student_side.call;
+    call.verify = student_side.check_output;
+    const double reference_ms = reference.median_ms();
+    if (s.student) s.student->stop();  // the empty call's ceiling is measured while no process of the submission's exists
+    TimingStats student_time = time_submission_call(
+        call, [reference_ms, &call] { return empty_call_ms(reference_ms, call.host_clock); });
+    // Only reports taken as they are (the sample-confirmation defence off) can score no time at
+    // all: a picosecond keeps every rate finite, and the floors judge it.
+    student_time.ms.median = std::max(student_time.ms.median, 1e-9);
+    std::printf("[%7.2f s] %-24s %zu samples: %.2f s preparing, %.2f s in the calls, %.2f s checking outputs\n",
+                seconds_running(), c.name.c_str(), student_time.ms.count, student_time.preparing_seconds,
+                student_time.calling_seconds, student_time.checking_seconds);
+    record["student"] = timing_json(student_time, bytes_moved, peak);
+    if (hint) record["hint"] = hint(student_time.ms.median);
+    if (requirement) record["lesson_missing"] = requirement(student_time.ms.median);
+    record["ratio"] = reference.median_ms() / student_time.ms.median;
+    const double noise = ratio_noise(noise_relative_error(student_time.ms), reference.relative_error());
+    if (reference.cached && near_threshold(c.name, record["ratio"], noise)) {
+      s.student->stop();
+      const ClockStopped timing_reference("timing the reference again");
+      reference = measure_reference(reference_side, bytes_moved, peak);
+      reference.source = "measured again in this run: the ratio sat near a threshold";
+      record["reference"] = reference.json;
+      record["reference_source"] = reference.source;
+      record["ratio"] = reference.median_ms() / student_time.ms.median;
+    }
+  } catch (const std::exception& error) {
+    student_error = error.what();
+  }
+  const bool lost = context_lost();
+  record["output_ok"] = student_error.empty();
+  emit_result(protocol::PerformanceRecord{c.name, student_error.empty() ? Outcome::passed : Outcome::failed,
+                                          student_error, record});
+  print_line(c, record);
+  CHECK_MESSAGE(student_error.empty(), c.name << ": " << student_error);
+  if (lost) stop_after_lost_context();
+}
+
+}  // namespace labkit
