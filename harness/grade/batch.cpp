@@ -246,9 +246,14 @@ int count_gpus() {
 // GPU busy between timings; but a timing lab's buffers (up to about 8 GiB, labs 06 and 07 at
 // 2^28 elements) and the waiting labs' (a CUDA context and a case's buffers each) must fit.
 // 12 GiB a run leaves room for both: six on an 80 GiB card, two on a 24 GiB one.
-int default_runs_per_gpu() {
+int runs_per_gpu_for_memory(long long smallest_gpu_mib) {
   constexpr long long mib_per_run = 12 * 1024;
   constexpr int most = 6, unknown = 3;
+  if (smallest_gpu_mib <= 0) return unknown;
+  return int(std::clamp<long long>(smallest_gpu_mib / mib_per_run, 1, most));
+}
+
+int default_runs_per_gpu() {
   long long smallest_mib = 0;
   if (FILE* pipe = popen("nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null", "r")) {
     char line[128];
@@ -258,8 +263,7 @@ int default_runs_per_gpu() {
     }
     pclose(pipe);
   }
-  if (smallest_mib == 0) return unknown;
-  return int(std::clamp<long long>(smallest_mib / mib_per_run, 1, most));
+  return runs_per_gpu_for_memory(smallest_mib);
 }
 
 void stop_children_on_interrupt() {

@@ -76,7 +76,9 @@ bool reusable(const LabResult& result);
 int count_gpus();
 
 // Labs checked at once on each GPU unless --runs-per-gpu says: one per 12 GiB of the smallest
-// GPU's memory, from 1 to 6 (3 where nvidia-smi cannot tell).
+// GPU's memory (nvidia-smi's figure, in MiB; 0 when it cannot tell), from 1 to 6, and 3
+// where the memory is unknown.
+int runs_per_gpu_for_memory(long long smallest_gpu_mib);
 int default_runs_per_gpu();
 
 // Stops every running child process group and exits: Ctrl-C on a batch leaves nothing on the GPU.

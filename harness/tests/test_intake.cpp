@@ -450,6 +450,15 @@ TEST_SUITE("intake") {
     CHECK(fs::exists(dir.path / "work" / "José Núñez" / lab.dir / "result.json"));
   }
 
+  TEST_CASE("labs checked at once per GPU: one per 12 GiB of its memory, from 1 to 6") {
+    CHECK(grade::runs_per_gpu_for_memory(81559) == 6);   // H100 80GB HBM3
+    CHECK(grade::runs_per_gpu_for_memory(143771) == 6);  // H200: no more than six
+    CHECK(grade::runs_per_gpu_for_memory(40960) == 3);   // A100 40GB
+    CHECK(grade::runs_per_gpu_for_memory(24576) == 2);
+    CHECK(grade::runs_per_gpu_for_memory(8192) == 1);    // never none
+    CHECK(grade::runs_per_gpu_for_memory(0) == 3);       // nvidia-smi could not tell
+  }
+
   TEST_CASE("an interrupted batch saves no result for the lab it stopped halfway") {
     const grade::LabSpec& lab = histogram_lab();
     TempDir dir("interrupted");
