@@ -237,8 +237,7 @@ struct PerfState {
       : n(c.n), rounds(rounds_of(c)), h_a(n, c.input), h_b(n, c.input), h_out(n), d_a(n), d_b(n), d_out(n),
         expected(n) {}
 
-  // The one-thread-per-pixel kernel's output for the drawn images.
-  // The merged image of the drawn inputs, in `expected`.
+  // The one-thread-per-pixel kernel's output for the drawn images, in `expected`.
   const uint32_t* expected_for_drawn() {
     if (n > 0) expected_merge_kernel<<<blocks_for(n), threads_per_block>>>(h_a.drawn(), h_b.drawn(), expected.data(), n,
                                                                            rounds);
