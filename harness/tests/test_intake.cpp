@@ -53,6 +53,22 @@ grade::Toolchain no_compiler(const fs::path& build_root) {
   return {kit_root.string(), build_root.string(), "/nonexistent/nvcc", {}};
 }
 
+// A batch in `dir` (submissions under class/, work/ for its results) whose compiler is the
+// shell script `script`, written to dir/name.
+struct ScriptedBatch {
+  grade::Toolchain toolchain;
+  grade::BatchOptions options;
+};
+ScriptedBatch batch_compiling_with(const fs::path& dir, const std::string& name, const std::string& script) {
+  write(dir / name, script);
+  fs::permissions(dir / name, fs::perms::owner_all);
+  ScriptedBatch batch{no_compiler(dir / "build"), {}};
+  batch.toolchain.nvcc = (dir / name).string();
+  batch.options.progress = false;
+  batch.options.work_dir = (dir / "work").string();
+  return batch;
+}
+
 // A stand-in for nvcc that fails on any file named `mpi_allreduce.cu` whose text says "broken",
 // and otherwise writes the -o file: the build's verdicts without compiling anything.
 fs::path fake_nvcc(const fs::path& dir) {
@@ -435,16 +451,11 @@ TEST_SUITE("intake") {
     TempDir dir("log");
     write(dir.path / "class" / "José Núñez" / "histogram.cu", "int x;\n");
     // A stand-in compiler whose log's tail starts inside a two-byte character: not valid UTF-8.
-    write(dir.path / "fake-nvcc", "#!/bin/sh\nfor i in $(seq 3000); do printf '\xc3\xa9'; done; echo; exit 1\n");
-    fs::permissions(dir.path / "fake-nvcc", fs::perms::owner_all);
-    grade::Toolchain toolchain = no_compiler(dir.path / "build");
-    toolchain.nvcc = (dir.path / "fake-nvcc").string();
-    grade::BatchOptions options;
-    options.progress = false;
-    options.work_dir = (dir.path / "work").string();
+    const ScriptedBatch batch = batch_compiling_with(
+        dir.path, "fake-nvcc", "#!/bin/sh\nfor i in $(seq 3000); do printf '\xc3\xa9'; done; echo; exit 1\n");
 
     const auto reports = grade::grade_batch(grade::find_submissions((dir.path / "class").string()), {lab},
-                                            toolchain, options);
+                                            batch.toolchain, batch.options);
     REQUIRE(reports.size() == 1);
     CHECK(reports[0].labs[0].status == grade::LabStatus::build_failed);
     CHECK(fs::exists(dir.path / "work" / "José Núñez" / lab.dir / "result.json"));
@@ -464,29 +475,24 @@ TEST_SUITE("intake") {
     TempDir dir("interrupted");
     write(dir.path / "class" / "alice" / "histogram.cu", "int x;\n");
     // A compiler that is still at work when the batch is interrupted (Ctrl-C kills every child).
-    write(dir.path / "slow-nvcc", "#!/bin/sh\ntouch \"$0.started\"\nexec sleep 30\n");
-    fs::permissions(dir.path / "slow-nvcc", fs::perms::owner_all);
-    grade::Toolchain toolchain = no_compiler(dir.path / "build");
-    toolchain.nvcc = (dir.path / "slow-nvcc").string();
-    grade::BatchOptions options;
-    options.progress = false;
-    options.work_dir = (dir.path / "work").string();
+    const ScriptedBatch batch =
+        batch_compiling_with(dir.path, "slow-nvcc", "#!/bin/sh\ntouch \"$0.started\"\nexec sleep 30\n");
     const auto submissions = grade::find_submissions((dir.path / "class").string());
 
     // In a process of its own: the stop is for good, as in a grader that is about to exit.
-    const pid_t batch = fork();
-    REQUIRE(batch >= 0);
-    if (batch == 0) {
+    const pid_t batching = fork();
+    REQUIRE(batching >= 0);
+    if (batching == 0) {
       std::thread interrupt([&] {
         while (!fs::exists(dir.path / "slow-nvcc.started")) std::this_thread::sleep_for(std::chrono::milliseconds(10));
         grade::kill_all_children();
       });
-      grade::grade_batch(submissions, {lab}, toolchain, options);
+      grade::grade_batch(submissions, {lab}, batch.toolchain, batch.options);
       interrupt.join();
       _exit(0);
     }
     int status = 0;
-    REQUIRE(waitpid(batch, &status, 0) == batch);
+    REQUIRE(waitpid(batching, &status, 0) == batching);
     CHECK(WIFEXITED(status));
     CHECK(fs::exists(dir.path / "slow-nvcc.started"));
     // Saved, the killed compiler's "build failed" would be reused when the batch resumes.
