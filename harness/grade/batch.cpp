@@ -80,6 +80,9 @@ bool load_saved_result(const std::string& path, const std::string& fingerprint, 
 }
 
 void save_result(const std::string& path, const std::string& fingerprint, const LabResult& result) {
+  // Interrupted: a compiler or run killed halfway decided nothing, and a resumed batch (or a
+  // Slurm task run again) would reuse the result as the student's.
+  if (children_stopped()) return;
   const json saved = {{"fingerprint", fingerprint}, {"result", to_json(result)}};
   // Logs are cut to their tail, maybe inside a character (an accented name in a path).
   std::ofstream(path + ".tmp") << json_text(saved, -1);
@@ -324,7 +327,6 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       }
       progress.begin(label(slot) + " build");
       const bool built = build_lab(slot.job, toolchain, slot.result);
-      if (children_stopped()) return;  // interrupted: the compiler was killed, the files decided nothing
       progress.finish(label(slot) + " build", built ? build_line(slot.result) : outcome_line(slot.result), !built);
       ++graded_count;
       if (built) {
@@ -342,7 +344,6 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       const std::string what = label(slot) + (gpu >= 0 ? " run on GPU " + std::to_string(gpu) : " run on all GPUs");
       progress.begin(what);
       run_lab(slot.job, toolchain, grading, gpu_count > 1 ? gpu : -1, slot.result);
-      if (children_stopped()) return;  // interrupted: a run killed halfway is no one's result
       run_count += slot.result.status != LabStatus::not_run;  // without a GPU nothing ran
       save(slot);
       slot.done = true;

@@ -66,6 +66,7 @@ bool load_saved_result(const std::string& path, const std::string& fingerprint, 
 // Whether a result is saved there for any inputs: one that load_saved_result does not take was
 // graded with another secret, seed or options, or from files that have changed since.
 bool result_saved(const std::string& path);
+// Writes nothing once the grader has stopped its children (process.h: children_stopped).
 void save_result(const std::string& path, const std::string& fingerprint, const LabResult& result);
 // Whether a saved result may stand in for grading again. Not what the machine decided rather
 // than the student's files (not run: no CUDA device, too few GPUs, a driver failure; a fault of

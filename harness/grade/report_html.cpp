@@ -195,18 +195,18 @@ void performance_case(std::ostringstream& out, const CaseResult& c, const CaseSh
     if (library) times.push_back({"library", library->median_ms, "#8250df", ""});
     double slowest = 0;
     for (Bar& bar : times) bar.value_text = format("%.4f ms", bar.value), slowest = std::max(slowest, bar.value);
-    const auto share_of_peak = [&t](const char* who, const json& side, const char* colour) {
-      const labkit::protocol::Throughput rate = labkit::protocol::throughput(t, side);
+    const labkit::protocol::Throughput yours = labkit::protocol::throughput(t, student);
+    const auto share_of_peak = [](const char* who, const labkit::protocol::Throughput& rate, const char* colour) {
       return Bar{who, rate.percent, colour,
                  format(rate.compute_bound ? "%.1f%% (%.1f TFLOP/s)" : "%.1f%% (%.0f GB/s)", rate.percent, rate.rate)};
     };
-    const std::vector<Bar> peak_shares = {share_of_peak("yours", student, "#0969da"),
-                                          share_of_peak("reference", reference, "#8c959f")};
-    const bool compute_bound = labkit::protocol::throughput(t, student).compute_bound;
+    const std::vector<Bar> peak_shares = {
+        share_of_peak("yours", yours, "#0969da"),
+        share_of_peak("reference", labkit::protocol::throughput(t, reference), "#8c959f")};
     out << "<div class=\"plots\"><div>" << svg_bars(times, slowest, "median time (ms, shorter is faster)");
     if (library) out << "<p class=\"note\">library: <code>" << html_escaped(library->name) << "</code></p>";
     out << svg_bars(peak_shares, 100,
-                    compute_bound ? format("%% of the FP32 peak (%.1f TFLOP/s)", t.value("peak_fp32_gflops", 0.0) / 1e3)
+                    yours.compute_bound ? format("%% of the FP32 peak (%.1f TFLOP/s)", t.value("peak_fp32_gflops", 0.0) / 1e3)
                                   : format("%% of measured read bandwidth (%.0f GB/s)", t.value("peak_read_gbps", 0.0)))
         << "</div>";
     if (rubric) out << svg_points_curve(*rubric, t.value("ratio", 0.0), c.points);
