@@ -2,6 +2,7 @@
 // submission's under the grader's clock, and the record the grader scores.
 #include "labkit/lab.h"
 
+#include "labkit/defences.h"
 #include "labkit/protocol.h"
 #include "labkit/results.h"
 
@@ -64,17 +65,34 @@ double empty_call_ms(double device_ms, bool host_clock) {
   return probe->request(noop).event_ms;
 }
 
-// A ratio this close to a threshold could land on either side of it with another
-// measurement of the reference: a cached reference time is not good enough there.
-bool near_threshold(const std::string& case_name, double ratio, double noise) {
+// The rubric's credit thresholds for a case, or null when it earns no speed points.
+const protocol::Threshold* threshold_for(const std::string& case_name) {
   const auto& thresholds = state().options.thresholds;
   const auto found = std::find_if(thresholds.begin(), thresholds.end(),
                                   [&](const protocol::Threshold& t) { return t.case_name == case_name; });
-  if (found == thresholds.end()) return false;
+  return found == thresholds.end() ? nullptr : &*found;
+}
+
+// A ratio this close to a threshold could land on either side of it with another
+// measurement of the reference: a cached reference time is not good enough there.
+bool near_threshold(const std::string& case_name, double ratio, double noise) {
+  const protocol::Threshold* found = threshold_for(case_name);
+  if (found == nullptr) return false;
   const double margin = noise + 0.05;
   for (double threshold : {found->zero_credit_ratio, found->full_credit_ratio})
     if (threshold > 0 && std::fabs(ratio / threshold - 1) <= margin) return true;
   return false;
+}
+
+// How long the submission's call is timed: the usual rule, stopped early once the call is far
+// past its case's zero credit. Only while the ratio's benefit of the doubt is capped (the
+// robust-noise defence), since the margin of beyond_credit_ms counts on that cap.
+StoppingRule submission_rule(const std::string& case_name, double reference_ms) {
+  StoppingRule rule;
+  if (const protocol::Threshold* threshold = threshold_for(case_name);
+      threshold != nullptr && defence_enabled(Defence::robust_noise))
+    rule.beyond_credit_ms = beyond_credit_ms(reference_ms, threshold->zero_credit_ratio);
+  return rule;
 }
 
 // The GPU's read bandwidth: from the calibration cache, else measured (about a second).
@@ -224,8 +242,9 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
     call.verify = student_side.check_output;
     const double reference_ms = reference.median_ms();
     if (s.student) s.student->stop();  // the empty call's ceiling is measured while no process of the submission's exists
-    TimingStats student_time = time_submission_call(
-        call, [reference_ms, &call] { return empty_call_ms(reference_ms, call.host_clock); });
+    TimingStats student_time =
+        time_submission_call(call, [reference_ms, &call] { return empty_call_ms(reference_ms, call.host_clock); },
+                             submission_rule(c.name, reference_ms));
     // Only reports taken as they are (the sample-confirmation defence off) can score no time at
     // all: a picosecond keeps every rate finite, and the floors judge it.
     student_time.ms.median = std::max(student_time.ms.median, 1e-9);

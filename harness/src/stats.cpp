@@ -55,6 +55,10 @@ bool should_stop(const StoppingRule& rule, const SampleSummary& so_far, double e
   return so_far.relative_error <= rule.target_relative_error || elapsed_seconds >= rule.max_seconds;
 }
 
+bool beyond_credit(const StoppingRule& rule, const SampleSummary& so_far) {
+  return rule.beyond_credit_ms > 0 && so_far.count >= rule.min_samples_beyond && so_far.median >= rule.beyond_credit_ms;
+}
+
 double ratio_noise(double relative_error_a, double relative_error_b) {
   // Three standard errors of the ratio, and never less than 3%: the same binary timed in two
   // separate runs moves by about that much on a shared, boost-clocked GPU. Never more than 5%:

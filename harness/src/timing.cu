@@ -319,6 +319,7 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     stats.checking_seconds += seconds_since(checking);
     if (times.size() % 10 == 0 || times.size() < rule.min_samples) {
       stats.ms = summarize(times);
+      if (beyond_credit(rule, stats.ms)) break;
       const double elapsed = seconds_since(started);
       const bool gap_known = 2 * median_standard_error(unexplained) <= confirmation_precision_ms(stats.ms.median);
       if (should_stop(rule, with_median_error(stats.ms), elapsed) && (gap_known || elapsed >= rule.max_seconds))

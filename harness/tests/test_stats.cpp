@@ -43,6 +43,22 @@ TEST_SUITE("stats") {
     CHECK(labkit::should_stop(rule, labkit::summarize(noisy), 0.1));
   }
 
+  TEST_CASE("timing stops early only far past the zero-credit ratio") {
+    // Reference 1 ms, zero credit at a ratio of 0.1: a 10 ms call earns nothing; beyond 20 ms
+    // no benefit of the doubt can bring it back.
+    labkit::StoppingRule rule;
+    rule.beyond_credit_ms = labkit::beyond_credit_ms(1.0, 0.1);
+    CHECK(rule.beyond_credit_ms == doctest::Approx(20.0));
+    CHECK_FALSE(labkit::beyond_credit(rule, labkit::summarize({25.0, 25.0})));  // too few
+    CHECK(labkit::beyond_credit(rule, labkit::summarize({25.0, 25.0, 25.0})));
+    CHECK_FALSE(labkit::beyond_credit(rule, labkit::summarize({25.0, 12.0, 12.0})));  // median in reach
+    // The points agree: a call at the limit, read as generously as the noise cap allows, scores 0.
+    const double ratio_at_limit = 1.0 / rule.beyond_credit_ms;
+    CHECK(labkit::ratio_points(ratio_at_limit, 0.1, 0.8, 15, labkit::ratio_noise_cap) == 0);
+    CHECK_FALSE(labkit::beyond_credit(labkit::StoppingRule{}, labkit::summarize({1e9, 1e9, 1e9})));  // no limit set
+    CHECK(labkit::beyond_credit_ms(1.0, 0.0) == 0);  // a case whose every ratio earns
+  }
+
   TEST_CASE("points follow the curve between the zero- and full-credit ratios") {
     const double no_noise = 0;
     CHECK(labkit::ratio_points(0.04, 0.05, 0.8, 15, no_noise) == 0);

@@ -30,10 +30,25 @@ struct StoppingRule {
   std::size_t min_samples = 10;          // ...but never on fewer samples than this
   std::size_t max_samples = 5000;
   double max_seconds = 2.0;  // wall-clock cap for one measurement, warm-up excluded
+  // A call whose median after `min_samples_beyond` samples takes at least this long (0: no such
+  // time) is far past where its case's speed credit ends: more samples cannot earn it a point.
+  double beyond_credit_ms = 0;
+  std::size_t min_samples_beyond = 3;
 };
 
 // True when enough samples were taken, or a cap was reached.
 bool should_stop(const StoppingRule& rule, const SampleSummary& so_far, double elapsed_seconds);
+
+// True when the samples so far say the call earns no speed credit with a wide margin
+// (StoppingRule::beyond_credit_ms): timing it further would only cost the class's time.
+bool beyond_credit(const StoppingRule& rule, const SampleSummary& so_far);
+
+// The time at which a call is beyond credit: twice the time of the zero-credit ratio, so that
+// neither the ratio's benefit of the doubt (at most ratio_noise_cap) nor the slack of a report
+// confirmed later (confirmation_slack_ms) brings it back into the points.
+inline double beyond_credit_ms(double reference_ms, double zero_credit_ratio) {
+  return zero_credit_ratio > 0 ? 2.0 * reference_ms / zero_credit_ratio : 0.0;
+}
 
 // ---- a submission's timed samples (time_submission_call, labkit/timing.h) ----------------
 
