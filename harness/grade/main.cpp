@@ -284,7 +284,7 @@ void define_verbs(CLI::App& app, CommandLine& line) {
               "records in grading/policy/h100/, into their marked blocks (no GPU needed)");
 }
 
-// A class on a Slurm cluster (slurm.h, grading/slurm/README.md).
+// A class on a Slurm cluster (slurm.h, docs/slurm.md).
 void define_slurm(CLI::App& app, CommandLine& line) {
   app.add_flag("--slurm", line.use_slurm,
                "with --submissions: compile here, run the labs as Slurm job arrays, collect in a dependent job");

@@ -4,7 +4,7 @@
 // the arrays writes the usual gradebook from the saved results (`grade collect DIR` does the
 // same by hand). Everything goes through the files `grade all --submissions` already keeps:
 // work_dir/WHO/LAB/result.json, so a re-run submits only what has no saved result.
-// grading/slurm/README.md gives the setup and the shared-filesystem assumptions.
+// docs/slurm.md gives the setup and the shared-filesystem assumptions.
 #pragma once
 
 #include "batch.h"

@@ -15,7 +15,7 @@ namespace {
 // The fixture browser-test.sh renders too: lab 01 graded (a hostile hint, a hidden failure,
 // three timed cases, two with a library anchor) and lab 04 failed to build.
 grade::Report fixture_report() {
-  const auto saved = nlohmann::json::parse(std::ifstream(LABKIT_TEST_SOURCE_ROOT "/grading/html/sample-report.json"));
+  const auto saved = nlohmann::json::parse(std::ifstream(LABKIT_TEST_SOURCE_ROOT "/harness/tests/html/sample-report.json"));
   grade::Report report{saved.at("who"), saved.at("mode")};
   for (const auto& lab : saved.at("labs")) report.labs.push_back(grade::lab_from_json(lab));
   grade::add_totals(report);

@@ -1,5 +1,5 @@
 // The Slurm path's planning and job scripts, without Slurm: shards, GPU requests, quoting, and
-// the secret kept out of every script (grading/slurm/ci-test.sh runs it on a real Slurm).
+// the secret kept out of every script (harness/tests/slurm-ci-test.sh runs it on a real Slurm).
 #include "slurm.h"
 
 #include <doctest/doctest.h>

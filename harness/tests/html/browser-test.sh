@@ -14,7 +14,7 @@ fi
 
 mkdir -p "$out"
 html=$out/sample-report.html
-"$render" "$source_root" "$source_root/grading/html/sample-report.json" "$html"
+"$render" "$source_root" "$source_root/harness/tests/html/sample-report.json" "$html"
 
 # A private profile, so a user's running Chromium or its lock is never touched.
 profile=$(mktemp -d)

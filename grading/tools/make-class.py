@@ -117,7 +117,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--corpus", action="store_true", help="the red-team class")
     args = parser.parse_args()
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = pathlib.Path(__file__).resolve().parent.parent.parent
     labs = catalog(args.grader)
     if args.corpus:
         write_corpus(root, labs, args.out)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The class-grading benchmark: a synthetic class (grading/make-class.py: per student and lab,
+# The class-grading benchmark: a synthetic class (grading/tools/make-class.py: per student and lab,
 # the reference, the chapter version, the starter or a red-team entry) graded with performance
 # on, once per pass, each pass --fresh. Prints each pass's batch rate and, after two passes,
-# the verdicts that flipped between them (grading/compare-verdicts.py).
-#   [STUDENTS=12|corpus] [LABS="01 02"] bash grading/batch-benchmark.sh [GRADE] [PASSES]
+# the verdicts that flipped between them (grading/tools/compare-verdicts.py).
+#   [STUDENTS=12|corpus] [LABS="01 02"] bash grading/tools/batch-benchmark.sh [GRADE] [PASSES]
 # STUDENTS=corpus grades the red-team class instead (make-class.py --corpus): mostly entries
 # that fail before timing, so its rate is far above a class of working submissions'.
 # GRADE: the ./grade launcher or a built labkit-grade (default: ./grade); PASSES: pass names
@@ -11,7 +11,7 @@
 # STUDENTS and SEED write the same class, so passes on other machines (or --gpus, set in
 # GRADE_OPTIONS) compare: `compare-verdicts.py A/students B/students`. LABS: only these labs.
 set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 grade="${1:-$root/grade}"
 class="${CLASS_DIR:-/tmp/labkit-class}"
 out="${OUT:-/tmp/labkit-class-out}"
@@ -23,7 +23,7 @@ if [[ "$(basename "$grade")" == "grade" ]]; then
 fi
 class_kind=(--students "${STUDENTS:-12}" --seed "${SEED:-1}")
 [[ "${STUDENTS:-}" == corpus ]] && class_kind=(--corpus)
-python3 "$root/grading/make-class.py" "$grader" "$class" "${class_kind[@]}" || exit 1
+python3 "$root/grading/tools/make-class.py" "$grader" "$class" "${class_kind[@]}" || exit 1
 which=(all)
 [[ -n "${LABS:-}" ]] && read -ra which <<<"lab $LABS"
 passes=(${2:-first second})
@@ -34,5 +34,5 @@ for pass in "${passes[@]}"; do
   grep -E "batch rate|lab-submissions graded" "$out/$pass.log"
 done
 if (( ${#passes[@]} == 2 )); then
-  python3 "$root/grading/compare-verdicts.py" "$out/${passes[0]}/students" "$out/${passes[1]}/students"
+  python3 "$root/grading/tools/compare-verdicts.py" "$out/${passes[0]}/students" "$out/${passes[1]}/students"
 fi

@@ -8,8 +8,8 @@
 # grades the same class locally and requires the same gradebook, student reports, Gradescope
 # results and JUnit, byte for byte. Exits 77 with the reason when Slurm is not installed or
 # cannot start here.
-#   grading/slurm/ci-test.sh [GRADE]   GRADE: the built labkit-grade (default build/...)
-#   LABS="01 02" grading/slurm/ci-test.sh ...   only those labs (default: all)
+#   harness/tests/slurm-ci-test.sh [GRADE]   GRADE: the built labkit-grade (default build/...)
+#   LABS="01 02" harness/tests/slurm-ci-test.sh ...   only those labs (default: all)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 grade="${1:-$root/build/harness/grade/labkit-grade}"
@@ -82,7 +82,7 @@ done
   skip "the one-node cluster did not come up: $(sinfo 2>&1 | tail -n 2); $(tail -n 3 "$work/log/slurmd.log")"
 echo "one-node Slurm up on $host:$port ($(sinfo --version))"
 
-# --- the class, as grading/batch-benchmark.sh assembles it (red-team build corpus + honest).
+# --- the class, as grading/tools/batch-benchmark.sh assembles it (red-team build corpus + honest).
 class="$work/slurm-ci-class"
 mkdir -p "$class/honest-reference" "$class/honest-starter"
 for entry in "$root"/grading/redteam/build/*/; do cp -r "$entry" "$class/build-$(basename "$entry")"; done

@@ -3,12 +3,12 @@
 # folder of its own (faster than the whole kit), then run each command given as an argument
 # with the built grader on PATH as `labkit-grade`, each command's output kept in a log of its
 # own and its tail printed.
-#   bash grading/gpu-run.sh "labkit-grade lab 01 --solution" "labkit-grade all --submissions ..."
+#   bash grading/tools/gpu-run.sh "labkit-grade lab 01 --solution" "labkit-grade all --submissions ..."
 # LABS="01 02" builds those labs only (default: all); BENCH=1 builds their benchmarks too;
 # BUILD=DIR the build folder (default build-gpu/); OUT=DIR the logs (default BUILD/out);
 # TAIL=N lines of each log printed (default 25).
 set -uo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD:-$root/build-gpu}"
 out="${OUT:-$build/out}"
 mkdir -p "$out"
