@@ -1,4 +1,5 @@
-// Policy step for lab 06: the chapter's global scan, before its padding.
+// Policy step for lab 06: the planted flaw fixed, and nothing else: the chapter's global scan,
+// before its padding.
 //
 // The starter launched the chapter's Blelloch scan (scan_v2) as one block, so only the first
 // 2048 elements were scanned. Here it is the chapter's global scan ("构建全局大小扫描"): the
@@ -9,8 +10,9 @@
 // banks: the chapter tier (grading/policy/chapter/06-scan/scan.cu) is this file plus the
 // GPU Gems padding ("追求更好的性能"), and nothing else.
 //
-// Why it is a tier: the README teaches the global scan first and the padding after it, so it
-// must earn more than the starter and no more than the chapter's technique.
+// Why it is a tier: it fixes what the starter gets wrong (only 2048 elements scanned) the way
+// the chapter does, and stops there; the README teaches the padding after it. It must earn
+// more than the starter and less than the chapter's technique.
 // Follows seed 004_39f2774132d9005b.txt, "Blelloch 扫描实现" and "构建全局大小扫描"; lab
 // README, "The chapter's global scan: any n, in three kernels".
 #include "scan.h"
