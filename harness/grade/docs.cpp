@@ -109,9 +109,15 @@ std::string machine_of(const LabSpec& lab, const std::vector<LabResult>& runs) {
   return (lab.min_gpus > 1 ? std::to_string(lab.min_gpus) + " x " : std::string("one ")) + joined(names, " and ");
 }
 
+struct RecordedStep {
+  policy::Step step;
+  LabResult scored;
+};
+
 struct LabTiers {
   const LabSpec* lab = nullptr;
   std::map<std::string, LabResult> scored;  // by tier; a tier never recorded is absent
+  std::vector<RecordedStep> steps;          // versions.yaml's order; a step never recorded is absent
   std::string machine;
 };
 
@@ -126,8 +132,22 @@ LabTiers tiers_of(const std::string& source_root, const LabSpec& lab) {
     tiers.scored.emplace(tier, policy::rescored(lab, *recorded));
     runs.push_back(*recorded);
   }
+  for (const policy::Step& step : policy::steps_of(source_root, lab)) {
+    const auto recorded = policy::recorded_step(source_root, lab, step);
+    if (!recorded) continue;
+    if (const std::string mismatch = policy::record_mismatch(lab, *recorded); !mismatch.empty())
+      throw std::runtime_error("lab " + lab.id + ", step " + step.slug + ": " + mismatch);
+    tiers.steps.push_back({step, policy::rescored(lab, *recorded)});
+    runs.push_back(*recorded);
+  }
   tiers.machine = machine_of(lab, runs);
   return tiers;
+}
+
+// A step's cell: its name and its files.
+std::string step_cell(const LabSpec& lab, const policy::Step& step) {
+  const fs::path folder = fs::path(policy::steps_folder) / lab.dir / step.slug;
+  return step.name + " (`" + folder.string() + "/`)";
 }
 
 // A paragraph folded at the READMEs' width, between words.
@@ -155,30 +175,58 @@ std::string lab_tiers_block(const std::string& source_root, const LabSpec& lab) 
                  policy::records_folder + "/`; `grading/policy/README.md` gives the rule they follow):")
        << "\n\n| version | correctness | speed: ratios → points | total |\n"
        << "|---|---:|---|---:|\n";
+  const auto write_row = [&](const std::string& version, const LabResult& scored) {
+    const Row row = row_of(scored);
+    text << "| " << version << " | " << row.correctness << " | " << row.speed << " | **" << row.total << "** |\n";
+  };
+  // The recorded steps where they stand: those below the chapter after the starter, the
+  // chapter's other forms after the chapter.
+  const auto write_steps = [&](bool chapter_forms) {
+    for (const RecordedStep& recorded : tiers.steps)
+      if ((recorded.step.rule == "chapter") == chapter_forms) write_row(step_cell(lab, recorded.step), recorded.scored);
+  };
   for (const char* tier : policy::tiers) {
+    if (std::string(tier) == "chapter") write_steps(false);
     const std::string version = version_cell(source_root, lab, names, tier);
     const auto found = tiers.scored.find(tier);
-    if (found == tiers.scored.end()) {
+    if (found == tiers.scored.end())
       text << "| " << version << " | not recorded | | |\n";
-      continue;
-    }
-    const Row row = row_of(found->second);
-    text << "| " << version << " | " << row.correctness << " | " << row.speed << " | **" << row.total << "** |\n";
+    else
+      write_row(version, found->second);
+    if (std::string(tier) == "chapter") write_steps(true);
   }
   return text.str();
 }
 
 std::string all_tiers_block(const std::string& source_root, const std::vector<LabSpec>& catalog) {
   std::map<std::string, std::vector<std::string>> labs_by_machine;
+  std::vector<LabTiers> labs;
+  for (const LabSpec& lab : catalog) labs.push_back(tiers_of(source_root, lab));
+  // Once any step is recorded, two columns for them, each with its totals in versions.yaml's
+  // order: the steps below the chapter before it, the chapter's other forms after it.
+  const bool any_step = std::any_of(labs.begin(), labs.end(), [](const LabTiers& t) { return !t.steps.empty(); });
+  const auto step_totals = [](const LabTiers& tiers, bool chapter_forms) {
+    std::vector<std::string> totals;
+    for (const RecordedStep& recorded : tiers.steps)
+      if ((recorded.step.rule == "chapter") == chapter_forms) totals.push_back(row_of(recorded.scored).total);
+    return joined(totals, ", ");
+  };
   std::ostringstream table;
-  table << "| lab | starter | chapter | reference |\n|---|---:|---:|---:|\n";
-  for (const LabSpec& lab : catalog) {
-    const LabTiers tiers = tiers_of(source_root, lab);
+  if (any_step)
+    table << "| lab | starter | bug fixed, library, steps | chapter | chapter, other forms | reference |\n"
+          << "|---|---:|---:|---:|---:|---:|\n";
+  else
+    table << "| lab | starter | chapter | reference |\n|---|---:|---:|---:|\n";
+  for (const LabTiers& tiers : labs) {
+    const LabSpec& lab = *tiers.lab;
     if (!tiers.machine.empty()) labs_by_machine[tiers.machine].push_back(lab.id);
     table << "| " << lab.id << " " << names_of(source_root, lab).lab;
     for (const char* tier : policy::tiers) {
+      const bool chapter = std::string(tier) == "chapter";
+      if (any_step && chapter) table << " | " << step_totals(tiers, false);
       const auto found = tiers.scored.find(tier);
       table << " | " << (found == tiers.scored.end() ? "not recorded" : row_of(found->second).total);
+      if (any_step && chapter) table << " | " << step_totals(tiers, true);
     }
     table << " |\n";
   }
@@ -196,7 +244,9 @@ std::string all_tiers_block(const std::string& source_root, const std::vector<La
   if (machines.size() > 1) where += ")";
   return folded("Graded on " + where + ", kept in `" + policy::records_folder +
                 "/` and scored under today's rubrics, in which speed points rise with the logarithm of the "
-                "ratio (each lab's README has its cases' ratios and points):") +
+                "ratio (each lab's README has its cases' ratios and points" +
+                (any_step ? std::string(", and names its steps, listed in `") + policy::versions_file + "`" : "") +
+                "):") +
          "\n\n" + table.str();
 }
 

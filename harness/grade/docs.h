@@ -7,13 +7,15 @@
 //
 // that `grade docs` fills in from the records, and a kit test fails while any block differs
 // from what the records give. The blocks:
-//   tiers NN    what lab NN's starter, chapter version and reference earn, case by case
-//   tiers all   every lab's three totals
+//   tiers NN    what lab NN's starter, chapter version and reference earn, case by case, with
+//               each of its steps (versions.yaml) that has a record
+//   tiers all   every lab's three totals, and its recorded steps' totals
 // Each is rendered from the policy records (policy.h) scored under today's rubrics, so a
 // rubric change that moves a figure makes its block stale as well.
 #pragma once
 
 #include "catalog.h"
+#include "policy.h"
 
 #include <filesystem>
 #include <functional>
@@ -25,9 +27,9 @@ namespace grade::docs {
 // The command that brings every block up to date, as a stale block's message names it.
 inline constexpr const char* refresh_command = "./grade docs";
 
-// How the tables name each lab and its three versions (words, no numbers), relative to the
-// kit's root; a lab or version it leaves out gets a plain name.
-inline constexpr const char* version_names_file = "grading/policy/versions.yaml";
+// How the tables name each lab, its three versions and its steps (words, no numbers), relative
+// to the kit's root; a lab or version it leaves out gets a plain name.
+inline constexpr const char* version_names_file = policy::versions_file;
 
 // A block's text, between its markers: "tiers 01", "tiers all". Throws BadInput naming the
 // block when the kit renders no such block.

@@ -1,11 +1,14 @@
 #include "policy.h"
 
+#include "bad_input.h"
 #include "labkit/dataset.h"
 #include "runner_client.h"
 #include "score.h"
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 
 namespace fs = std::filesystem;
@@ -37,6 +40,41 @@ fs::path record_path(const std::string& source_root, const std::string& tier, co
 
 std::optional<LabResult> recorded_run(const std::string& source_root, const std::string& tier, const LabSpec& lab) {
   std::ifstream file(record_path(source_root, tier, lab));
+  if (!file) return std::nullopt;
+  return lab_from_json(nlohmann::json::parse(file));
+}
+
+std::vector<Step> steps_of(const std::string& source_root, const LabSpec& lab) {
+  const fs::path file = fs::path(source_root) / versions_file;
+  if (!fs::exists(file)) return {};
+  const YAML::Node entry = YAML::LoadFile(file.string())[lab.id];
+  if (!entry || !entry["steps"]) return {};
+  std::vector<Step> steps;
+  for (const YAML::Node& node : entry["steps"]) {
+    Step step;
+    if (node["step"]) step.slug = node["step"].as<std::string>();
+    if (node["name"]) step.name = node["name"].as<std::string>();
+    if (node["rule"]) step.rule = node["rule"].as<std::string>();
+    const std::string where = std::string(versions_file) + ", lab " + lab.id + ", step `" + step.slug + "`";
+    if (step.slug.empty() || step.name.empty())
+      throw BadInput(std::string(versions_file) + ", lab " + lab.id + ": each step needs `step:` (its folder) and `name:`");
+    if (std::find(step_rules.begin(), step_rules.end(), step.rule) == step_rules.end())
+      throw BadInput(where + ": `rule: " + step.rule + "` is none of bug-fixed, library, step, chapter");
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+fs::path step_folder(const std::string& source_root, const LabSpec& lab, const Step& step) {
+  return fs::path(source_root) / steps_folder / lab.dir / step.slug;
+}
+
+fs::path step_record_path(const std::string& source_root, const LabSpec& lab, const Step& step) {
+  return fs::path(source_root) / records_folder / "steps" / lab.dir / (step.slug + ".json");
+}
+
+std::optional<LabResult> recorded_step(const std::string& source_root, const LabSpec& lab, const Step& step) {
+  std::ifstream file(step_record_path(source_root, lab, step));
   if (!file) return std::nullopt;
   return lab_from_json(nlohmann::json::parse(file));
 }

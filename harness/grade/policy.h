@@ -1,6 +1,9 @@
 // The grading policy's records (grading/policy/README.md): each lab's unchanged starter, its
 // chapter's technique done right and its reference solution, graded once on a GPU and kept as
-// what the grader saved (grading/policy/h100/<tier>/<lab>.json). Scored again under the lab's
+// what the grader saved (grading/policy/h100/<tier>/<lab>.json); and the steps that
+// versions.yaml lists for a lab (the planted bug fixed alone, the library baseline, each
+// intermediate step its README teaches), kept the same way in
+// grading/policy/h100/steps/<NN-name>/<step>.json. Scored again under the lab's
 // rubric as it is now, they are the one source of every "what each version earns" figure: the
 // policy test holds the rubrics to the rule with them, and `grade docs` renders the READMEs'
 // tables from them.
@@ -13,6 +16,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace grade::policy {
 
@@ -28,6 +32,39 @@ std::optional<LabResult> recorded_run(const std::string& source_root, const std:
 // Why the record no longer fits the lab's dataset (its correctness cases differ), naming the
 // command that records it again; "" when it fits.
 std::string record_mismatch(const LabSpec& lab, const LabResult& recorded);
+
+// ---- Steps
+
+// Where each lab's tables name its versions and list its steps (words, no numbers), and where
+// each step's files live (steps/<NN-name>/<step>/, laid out as one student's files of that lab).
+inline constexpr const char* versions_file = "grading/policy/versions.yaml";
+inline constexpr const char* steps_folder = "grading/policy/steps";
+
+// What a step must earn, by its `rule:` in versions.yaml. Every step earns more than the
+// starter's cap (30) and the starter's recorded points.
+//   bug-fixed  the starter with its planted bug or flaw fixed and nothing else: less than the
+//              chapter tier; the first rung of the lab's rising steps
+//   library    the library baseline, where the lab allows a library: less than the chapter tier
+//   step       an intermediate step the README teaches: more than the rung before it (the
+//              bug-fixed or step listed before it, else the starter), at most the chapter tier
+//   chapter    the chapter's technique in another form (another block size, memory kept across
+//              calls, the README's next digit width): what the chapter tier may earn (70-85)
+inline constexpr std::array<const char*, 4> step_rules = {"bug-fixed", "library", "step", "chapter"};
+
+struct Step {
+  std::string slug;  // its folder's name under steps/<NN-name>/, and its record's
+  std::string name;  // one line for the tables
+  std::string rule;  // one of step_rules
+};
+
+// The lab's steps in versions.yaml's order (none when it lists none). Throws BadInput on an
+// entry without `step:`, `name:` or a known `rule:`.
+std::vector<Step> steps_of(const std::string& source_root, const LabSpec& lab);
+
+// A step's files, and its record (nothing where it was never recorded).
+std::filesystem::path step_folder(const std::string& source_root, const LabSpec& lab, const Step& step);
+std::filesystem::path step_record_path(const std::string& source_root, const LabSpec& lab, const Step& step);
+std::optional<LabResult> recorded_step(const std::string& source_root, const LabSpec& lab, const Step& step);
 
 // The recorded run scored under the lab's rubric and dataset as they are now: each case's
 // outcome and measurement as recorded, its points from today's thresholds.

@@ -3,12 +3,19 @@
 // graded once on the GPU (grading/policy/h100/<tier>/<lab>.json, what the grader saved), and
 // are scored again here under today's lab.yaml (policy.h). A rubric or dataset change that
 // lifts a starter above 30, or takes a reference below full marks, fails here, without a GPU.
+// So do the steps versions.yaml lists (the planted bug fixed alone, the library baseline, each
+// intermediate step a README teaches, the chapter in other forms; grading/policy/steps/),
+// each by its rule, once it has a record.
 #include "catalog.h"
 #include "policy.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
 
 namespace {
 
@@ -69,5 +76,103 @@ TEST_CASE("labs whose lesson is a timed property keep their correctness points w
     CHECK_MESSAGE(lab.correctness_points <= starter_at_most,
                   "a correct call without the lesson's property (" << property->second << ") would earn "
                                                                    << lab.correctness_points);
+  }
+}
+
+// A step written on a machine without a GPU has no record until one is lent: it is named in a
+// warning on every run (WARN: visible in the test's output, not a failure), so that it is
+// neither taken as checked nor a reason for CI to fail before anyone could record it. Once its
+// record is there, its rule is checked like the tiers above.
+TEST_CASE("each lab's steps earn what their rule in versions.yaml says, once recorded") {
+  namespace fs = std::filesystem;
+  const std::string root = LABKIT_TEST_SOURCE_ROOT;
+  for (const grade::LabSpec& lab : grade::load_catalog(root)) {
+    CAPTURE(lab.dir);
+    const std::vector<grade::policy::Step> steps = grade::policy::steps_of(root, lab);
+    const auto points_of = [&](const std::optional<grade::LabResult>& recorded) -> std::optional<double> {
+      if (!recorded || !grade::policy::record_mismatch(lab, *recorded).empty()) return std::nullopt;
+      return grade::policy::rescored(lab, *recorded).points;
+    };
+    const std::optional<double> starter = points_of(grade::policy::recorded_run(root, "starter", lab));
+    const std::optional<double> chapter = points_of(grade::policy::recorded_run(root, "chapter", lab));
+    // The rung the next bug-fixed or step version must beat: the starter, then each one recorded.
+    std::optional<double> rung = starter;
+    std::string rung_name = "the starter";
+    for (const grade::policy::Step& step : steps) {
+      CAPTURE(step.slug);
+      // The step's files: one student's files of this lab, nothing else.
+      const fs::path folder = grade::policy::step_folder(root, lab, step);
+      CHECK_MESSAGE(fs::is_directory(folder), "versions.yaml lists the step, but " << folder.string() << " is missing");
+      std::size_t files = 0;
+      if (fs::is_directory(folder))
+        for (const auto& entry : fs::directory_iterator(folder)) {
+          ++files;
+          const std::string name = entry.path().filename().string();
+          CHECK_MESSAGE(std::count(lab.student_files.begin(), lab.student_files.end(), name) == 1,
+                        entry.path().string() << " is not one of the lab's student files");
+        }
+      CHECK_MESSAGE(files > 0, folder.string() << " holds no student file");
+
+      const auto recorded = grade::policy::recorded_step(root, lab, step);
+      if (!recorded) {
+        WARN_MESSAGE(false, "lab " << lab.id << ", step `" << step.slug << "` (" << step.name
+                                   << ") is not recorded yet: nothing checks what it earns until "
+                                   << grade::policy::step_record_path(root, lab, step).string()
+                                   << " exists (on a GPU: TIERS=steps grading/policy/record.sh OUT " << lab.id
+                                   << ", then copy OUT/h100/steps/ over grading/policy/h100/steps/)");
+        continue;
+      }
+      const std::string problem = grade::policy::record_mismatch(lab, *recorded);
+      CHECK_MESSAGE(problem.empty(), problem);
+      if (!problem.empty()) continue;
+      const double points = grade::policy::rescored(lab, *recorded).points;
+      CHECK_MESSAGE(points > starter_at_most + 0.05, "`" << step.slug << "` earns " << points
+                                                          << ", no more than the starter's cap of " << starter_at_most);
+      if (starter)
+        CHECK_MESSAGE(points > *starter, "`" << step.slug << "` earns " << points << ", no more than the starter's "
+                                             << *starter);
+      if (step.rule == "bug-fixed" || step.rule == "library") {
+        if (chapter)
+          CHECK_MESSAGE(points < *chapter, "`" << step.slug << "` (" << step.rule << ") earns " << points
+                                               << ", not less than the chapter's technique (" << *chapter << ")");
+      }
+      if (step.rule == "step" && chapter)
+        CHECK_MESSAGE(points <= *chapter + 0.05, "`" << step.slug << "` earns " << points
+                                                     << ", more than the chapter's technique (" << *chapter << ")");
+      if (step.rule == "bug-fixed" || step.rule == "step") {
+        if (rung)
+          CHECK_MESSAGE(points > *rung, "`" << step.slug << "` earns " << points << ", no more than " << rung_name
+                                            << " before it (" << *rung << "): each step must earn its own points");
+        rung = points;
+        rung_name = "`" + step.slug + "`";
+      }
+      if (step.rule == "chapter") {
+        const bool may_reach_full = chapter_may_reach_full_marks.count(lab.id) > 0;
+        CHECK_MESSAGE((points >= chapter_at_least && (points <= chapter_at_most || may_reach_full)),
+                      "`" << step.slug << "`, the chapter's technique in another form, earns " << points << ", not "
+                          << chapter_at_least << "-" << chapter_at_most);
+      }
+    }
+  }
+}
+
+TEST_CASE("every folder under grading/policy/steps/ is a step versions.yaml lists, of a lab the kit has") {
+  namespace fs = std::filesystem;
+  const std::string root = LABKIT_TEST_SOURCE_ROOT;
+  const fs::path steps_root = fs::path(root) / grade::policy::steps_folder;
+  if (!fs::is_directory(steps_root)) return;
+  std::map<std::string, std::set<std::string>> listed;  // lab folder -> its steps' slugs
+  for (const grade::LabSpec& lab : grade::load_catalog(root))
+    for (const grade::policy::Step& step : grade::policy::steps_of(root, lab)) listed[lab.dir].insert(step.slug);
+  for (const auto& lab_folder : fs::directory_iterator(steps_root)) {
+    if (!lab_folder.is_directory()) continue;  // README.md and the like
+    const std::string lab = lab_folder.path().filename().string();
+    const auto found = listed.find(lab);
+    CHECK_MESSAGE(found != listed.end(), lab_folder.path().string() << ": no lab " << lab
+                                                                     << " lists steps in grading/policy/versions.yaml");
+    if (found == listed.end()) continue;
+    for (const auto& step_folder : fs::directory_iterator(lab_folder.path()))
+      CHECK_MESSAGE(found->second.count(step_folder.path().filename().string()) == 1,
+                    step_folder.path().string() << " is not a step of lab " << lab << " in grading/policy/versions.yaml");
   }
 }
