@@ -11,6 +11,7 @@
 #include "labkit/shared_memory.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -192,6 +193,17 @@ static SandboxPolicy host_policy(const Arguments& args) {
   return policy;
 }
 
+// The first process of a PID namespace ignores every signal it has no handler for, SIGABRT
+// included: abort() (a failed assert() too) would go on to end the host another way (glibc's
+// abort then faults or exits with 127), and the student would read of a crash they did not
+// cause. With a handler it ends with the status a shell gives SIGABRT, which the runner
+// reports as that signal (remote.cpp's describe_status).
+static void exit_as_aborted(int) { _exit(128 + SIGABRT); }
+
+static void report_abort_as_pid_one() {
+  if (getpid() == 1) signal(SIGABRT, exit_as_aborted);
+}
+
 int main(int argc, char** argv) {
   const Arguments args = parse(argc, argv);
   const SandboxPolicy policy = host_policy(args);
@@ -204,6 +216,7 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
     CUDA_CHECK(cudaFree(nullptr));  // the driver and its libraries load before the sandbox closes
     const std::string sandbox = enter_sandbox(policy);
+    report_abort_as_pid_one();
     wire::set_text(hello.message, sizeof hello.message, sandbox.c_str());
     host = std::make_unique<Host>(load_module(args.module));
   } catch (const std::exception& error) {

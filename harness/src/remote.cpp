@@ -100,6 +100,8 @@ std::string describe_status(int status) {
     const int signal = WTERMSIG(status);
     return std::string("was killed by SIG") + sigabbrev_np(signal) + " (" + strsignal(signal) + ")";
   }
+  // A host that is its PID namespace's first process ends abort() with this status (host_main.cu).
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGABRT) return "was killed by SIGABRT (Aborted)";
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   return "stopped";
 }
