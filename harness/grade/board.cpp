@@ -2,8 +2,7 @@
 
 #include "bad_input.h"
 #include "batch.h"
-#include "exports.h"
-#include "report_html.h"
+#include "report/html_report.h"
 #include "text.h"
 
 #include <algorithm>
@@ -194,7 +193,7 @@ std::string board_csv(const std::vector<LabBoard>& boards) {
 
 namespace {
 
-// The board's own rules, after the reports' shared look (report_html.h's page_base_style).
+// The board's own rules, after the reports' shared look (report/html_report.h's page_base_style).
 constexpr const char* board_style = R"(
 .total { font-size: 16px; font-weight: 600; white-space: nowrap; color: #57606a; }
 .library-badge { background: #fbefff; color: #8250df; }

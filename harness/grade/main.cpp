@@ -7,9 +7,10 @@
 #include "catalog.h"
 #include "docs.h"
 #include "expect.h"
-#include "exports.h"
 #include "grader.h"
 #include "model.h"
+#include "report/console_text.h"
+#include "report/report_writer.h"
 #include "similarity.h"
 #include "slurm.h"
 
