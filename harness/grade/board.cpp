@@ -351,7 +351,7 @@ Report report_from_file(const fs::path& path) {
 std::vector<Report> read_batch_results(const std::string& results_dir) {
   const fs::path gradebook = fs::path(results_dir) / "gradebook.csv";
   if (!fs::is_regular_file(gradebook))
-    throw BadInput(results_dir + " holds no gradebook.csv: give the folder a batch wrote (grading/reports/<class "
+    throw BadInput(results_dir + " holds no gradebook.csv: give the folder a batch wrote (build/reports/<class "
                                  "folder>/, or the batch's --out)");
   const std::set<std::string> listed = gradebook_students(gradebook);
   std::vector<fs::path> files;
