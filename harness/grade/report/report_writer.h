@@ -1,8 +1,8 @@
 // Every file a grading run writes comes from a ReportWriter: one class per format, each in a
 // file of its own in this folder, all of them listed once in every_report_writer() (in
 // report_writer.cpp). The grader hands the writers what it graded and the folder the files go
-// to; each writer decides its files' names and bytes. Adding a format is its file and a line
-// in that list.
+// to; each writer decides its files' names and bytes. Adding a format is its file, a line in
+// that list and its name in harness/grade/meson.build.
 #pragma once
 
 #include "catalog.h"
