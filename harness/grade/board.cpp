@@ -2,8 +2,7 @@
 
 #include "bad_input.h"
 #include "batch.h"
-#include "exports.h"
-#include "report_html.h"
+#include "report/html_report.h"
 #include "text.h"
 
 #include <algorithm>
@@ -194,7 +193,7 @@ std::string board_csv(const std::vector<LabBoard>& boards) {
 
 namespace {
 
-// The board's own rules, after the reports' shared look (report_html.h's page_base_style).
+// The board's own rules, after the reports' shared look (report/html_report.h's page_base_style).
 constexpr const char* board_style = R"(
 .total { font-size: 16px; font-weight: 600; white-space: nowrap; color: #57606a; }
 .library-badge { background: #fbefff; color: #8250df; }
@@ -352,7 +351,7 @@ Report report_from_file(const fs::path& path) {
 std::vector<Report> read_batch_results(const std::string& results_dir) {
   const fs::path gradebook = fs::path(results_dir) / "gradebook.csv";
   if (!fs::is_regular_file(gradebook))
-    throw BadInput(results_dir + " holds no gradebook.csv: give the folder a batch wrote (grading/reports/<class "
+    throw BadInput(results_dir + " holds no gradebook.csv: give the folder a batch wrote (build/reports/<class "
                                  "folder>/, or the batch's --out)");
   const std::set<std::string> listed = gradebook_students(gradebook);
   std::vector<fs::path> files;

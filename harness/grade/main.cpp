@@ -7,9 +7,10 @@
 #include "catalog.h"
 #include "docs.h"
 #include "expect.h"
-#include "exports.h"
 #include "grader.h"
 #include "model.h"
+#include "report/console_text.h"
+#include "report/report_writer.h"
 #include "similarity.h"
 #include "slurm.h"
 
@@ -132,9 +133,9 @@ int report_expectations(const grade::ExpectationCheck& check) {
   return exit_all_passed;
 }
 
-// Reference timings are kept per GPU in the checkout (not in git): grading/calibration/.
+// Reference timings are kept per GPU with the build they were measured with: build/calibration/.
 std::string calibration_folder(const grade::Toolchain& toolchain) {
-  return (fs::path(toolchain.source_root) / "grading" / "calibration").string();
+  return (fs::path(toolchain.build_root) / "calibration").string();
 }
 
 int calibrate(const std::vector<grade::LabSpec>& labs, const grade::Toolchain& toolchain,
@@ -201,7 +202,8 @@ void define_grading_options(CLI::App& app, CommandLine& line) {
                  "grade every subfolder of DIR as one student's submission (a clone of the kit or the "
                  "student files alone), with `all` or `lab`")->check(CLI::ExistingDirectory);
   app.add_option("--out", line.out_dir,
-                 "where the reports go (a batch's: default grading/reports/<DIR's name>; yours: grading/reports)");
+                 "where the reports go (a batch's: default build/reports/<DIR's name>; yours: build/reports; "
+                 "export's: build/exports/<lab>)");
   app.add_option("--roster", line.roster_file,
                  "with --submissions: a CSV (folder,student_id,name,email) that puts the students' ids, names and "
                  "emails in the gradebook and the files for Canvas and Gradescope; with board, its handle column "
@@ -319,6 +321,12 @@ void define_command_line(CLI::App& app, CommandLine& line) {
     verb->fallthrough()->footer("The options below go before or after the verb.");
 }
 
+// Where a command's files go: the folder --out names, else one under the build folder. What
+// the grader writes never goes into the kit's sources, which a student commits and hands in.
+fs::path output_folder(const CommandLine& line, const grade::Toolchain& toolchain, const fs::path& under_build) {
+  return line.out_dir.empty() ? fs::path(toolchain.build_root) / under_build : fs::path(line.out_dir);
+}
+
 // The labs named (each once: `lab 01 1 histogram` is lab 01), or every lab.
 std::vector<grade::LabSpec> chosen_labs(const CommandLine& line, const std::vector<grade::LabSpec>& catalog) {
   const bool named = line.lab->parsed() ||
@@ -423,8 +431,7 @@ int grade_class(const CommandLine& line, const std::vector<grade::LabSpec>& cata
   std::string secret = read_secret(line.secret_file);
   grade::BatchOptions options = batch_options(line, toolchain, secret);
   const fs::path name = grade::class_name(line.submissions_dir);
-  const fs::path out =
-      line.out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "reports" / name : fs::path(line.out_dir);
+  const fs::path out = output_folder(line, toolchain, fs::path("reports") / name);
   options.work_dir = grade::batch_work_dir(toolchain.build_root, out.string());
   options.reuse_saved = !line.fresh;
   // After --slurm, collect finds the secret where the submit left it.
@@ -487,9 +494,7 @@ int similarity(const CommandLine& line, const std::vector<grade::LabSpec>& chose
   }
   const auto submissions = grade::find_submissions(line.submissions_dir);
   const std::string name = grade::class_name(line.submissions_dir);
-  const fs::path out = line.out_dir.empty()
-                           ? fs::path(toolchain.source_root) / "grading" / "reports" / name / "similarity"
-                           : fs::path(line.out_dir);
+  const fs::path out = output_folder(line, toolchain, fs::path("reports") / name / "similarity");
   fs::create_directories(out);
   const fs::path work = fs::path(grade::batch_work_dir(toolchain.build_root, out.string())) / "similarity";
   for (const grade::LabSpec& lab : chosen) {
@@ -531,8 +536,7 @@ int grade_checkout(const CommandLine& line, const std::vector<grade::LabSpec>& c
   std::cerr << "grade: building and running the checks of " << chosen.size() << " lab(s)...\n";
   grade::Report report = grade::grade_batch({{who, base}}, chosen, toolchain, options).front();
   report.mode = line.solution ? "reference solutions" : "student files";
-  const fs::path reports_root =
-      line.out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "reports" : fs::path(line.out_dir);
+  const fs::path reports_root = output_folder(line, toolchain, "reports");
   grade::write_run_reports(report, chosen, reports_root.string());
   if (line.as_json)
     std::cout << grade::json_text(grade::to_json(report)) << "\n";
@@ -575,8 +579,7 @@ int run(const CLI::App& app, const CommandLine& line) {
   }
   if (line.export_case_command->parsed()) {
     const grade::LabSpec& lab = grade::find_lab(catalog, line.export_lab);
-    const fs::path out = line.out_dir.empty() ? fs::path(toolchain.source_root) / "grading" / "exports" / lab.dir
-                                              : fs::path(line.out_dir);
+    const fs::path out = output_folder(line, toolchain, fs::path("exports") / lab.dir);
     return grade::export_case(lab, line.export_case, toolchain, line.seed, out.string());
   }
   if (line.profile->parsed()) return profile(line, catalog, toolchain);

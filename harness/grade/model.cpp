@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <numeric>
 #include <regex>
-#include <sstream>
 
 using nlohmann::json;
 
@@ -299,10 +298,6 @@ std::string format(const char* pattern, double a, double b, double c, double d) 
   return text;
 }
 
-namespace {
-
-}  // namespace
-
 std::string timing_line(const CaseResult& c) {
   if (!c.timing.contains("student")) return {};
   const json& s = c.timing["student"];
@@ -313,25 +308,6 @@ std::string timing_line(const CaseResult& c) {
   if (const auto library = library_time(c)) line += library->name + format(" %.4f ms; ", library->median_ms);
   return line + format("ratio %.2f", c.timing["ratio"].get<double>());
 }
-
-namespace {
-
-// A Markdown table cell holds one line and no column separator.
-std::string table_cell(std::string text) {
-  for (char& c : text)
-    if (c == '|' || c == '\n') c = ' ';
-  return text;
-}
-
-std::size_t count_passed(const LabResult& lab, const char* kind, std::size_t& total) {
-  std::size_t passed = 0;
-  total = 0;
-  for (const CaseResult& c : lab.cases)
-    if (c.kind == kind) ++total, passed += c.passed();
-  return passed;
-}
-
-}  // namespace
 
 std::string SanitizerFinding::describe() const {
   std::string text = tool + ": " + what;
@@ -385,7 +361,7 @@ std::vector<std::string> sanitizer_lines(const LabResult& lab) {
   return lines;
 }
 
-static std::string sanitizer_cases(const LabResult& lab) {
+std::string sanitizer_cases(const LabResult& lab) {
   std::string cases;
   if (!lab.sanitizer.empty())
     for (const std::string& name : lab.sanitizer.front().cases) cases += (cases.empty() ? "" : ", ") + name;
@@ -446,107 +422,10 @@ json to_json(const Report& report) {
           {"max_points", total.max_points}, {"secret_used", report.secret_used}, {"labs", labs}};
 }
 
-std::string to_text(const Report& report, bool show_hidden_details) {
-  std::ostringstream out;
-  out << "Grading " << report.who << " (" << report.mode << ")\n";
-  for (const LabResult& lab : report.labs) {
-    out << "\nLab " << lab.id << " " << lab.name << ": " << lab.title << "\n";
-    if (lab.device.contains("name"))
-      out << "  GPU: " << lab.device["name"].get<std::string>() << " (compute capability "
-          << lab.device["compute_capability"].get<std::string>() << ")\n";
-    if (!lab.note.empty()) out << "  " << lab.note << "\n";
-    if (!lab.build_log.empty()) {
-      std::istringstream log(lab.build_log);
-      for (std::string line; std::getline(log, line);) out << "    | " << line << "\n";
-    }
-    std::size_t total = 0;
-    const std::size_t passed = count_passed(lab, "correctness", total);
-    const bool judged = lab.status == LabStatus::graded || lab.status == LabStatus::run_failed;
-    if (!judged) {
-      std::size_t timed = 0;
-      count_passed(lab, "performance", timed);
-      out << "  " << total << " correctness and " << timed << " performance cases not run\n";
-      out << "  lab total: " << points_line(lab) << "\n";
-      continue;
-    }
-    out << "  correctness: " << passed << " of " << total << " cases passed\n";
-    const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details, HintMatch::same_but_numbers);
-    for (const CaseResult& c : lab.cases) {
-      if (c.kind != "correctness" || c.passed() || in_shared_hint(shared, c.name)) continue;
-      out << "    " << (c.ran() ? "FAIL " : "NOT RUN ") << c.name << ": "
-          << visible_message(c, show_hidden_details) << "\n";
-    }
-    for (const SharedHint& s : shared)
-      out << "    " << (s.ran ? "FAIL " : "NOT RUN ") << case_list(s)
-          << (s.numbers_differ ? ", the same hint but for its numbers (each case's are in the reports), as "
-                                     + s.cases.front() + " gave it: "
-                               : ", the same hint: ")
-          << s.hint << "\n";
-    if (!lab.sanitizer.empty()) {
-      out << "  compute-sanitizer, on " << sanitizer_cases(lab) << " (your lines, the first findings):\n";
-      for (const std::string& line : sanitizer_lines(lab)) out << "    " << line << "\n";
-    }
-    out << "  performance:\n";
-    const std::vector<CaseShare> shares = case_shares(lab);
-    for (std::size_t i = 0; i < lab.cases.size(); ++i) {
-      const CaseResult& c = lab.cases[i];
-      if (c.kind != "performance") continue;
-      out << "    " << c.name << ": ";
-      const std::string timing = timing_line(c);
-      out << (timing.empty() ? "" : timing + "; ") << (c.message.empty() ? "" : c.message + "; ")
-          << share_text(shares[i]) << " points\n";
-    }
-    out << "  lab total: " << points_line(lab) << "\n";
-  }
-  out << "\nTotal: " << points_line(total_of(report)) << "\n";
-  return out.str();
-}
-
 std::string none_ran(const LabResult& lab) {
   const bool some_ran = std::any_of(lab.cases.begin(), lab.cases.end(), [](const CaseResult& c) { return c.ran(); });
   if (some_ran || lab.cases.empty()) return "";
   return format("none of its %.0f cases ran (%.0f points)", double(lab.cases.size()), lab.max_points);
-}
-
-std::string to_markdown(const Report& report, bool show_hidden_details) {
-  std::ostringstream out;
-  out << "# Grade report: " << report.who << "\n\n" << "Mode: " << report.mode << ". "
-      << "Total: **" << points_line(total_of(report)) << "**.\n";
-  for (const LabResult& lab : report.labs) {
-    if (lab.status == LabStatus::missing_files) {  // nothing was judged: a table of zeros says nothing more
-      out << "\n**Lab " << lab.id << " " << lab.name << ": " << lab.title << "**: " << to_string(lab.status)
-          << ", " << points_line(lab) << ": " << lab.note << "\n";
-      continue;
-    }
-    out << "\n## Lab " << lab.id << " " << lab.name << ": " << lab.title << "\n\n"
-        << "Status: " << to_string(lab.status) << ". Points: " << points_line(lab) << ".\n";
-    if (!lab.note.empty()) out << "\n" << lab.note << "\n";
-    if (!lab.build_log.empty()) out << "\n```\n" << lab.build_log << "\n```\n";
-    if (const std::string none = none_ran(lab); !none.empty()) {
-      out << "\nThe lab's checks did not run: " << none << ".\n";
-      continue;
-    }
-    const std::vector<SharedHint> shared = shared_hints(lab, show_hidden_details);
-    out << "\n| case | kind | result | points | details |\n|---|---|---|---|---|\n";
-    const std::vector<CaseShare> shares = case_shares(lab);
-    for (std::size_t i = 0; i < lab.cases.size(); ++i) {
-      const CaseResult& c = lab.cases[i];
-      std::string details = c.kind == "performance"            ? timing_line(c)
-                            : in_shared_hint(shared, c.name) ? see_shared_hint
-                                                             : visible_message(c, show_hidden_details);
-      if (c.kind == "performance" && !c.message.empty()) details += (details.empty() ? "" : "; ") + c.message;
-      out << "| " << c.name << (c.hidden ? " (hidden)" : "") << " | " << c.kind << " | "
-          << (c.passed() ? "pass" : c.ran() ? "fail" : "not run") << " | "
-          << share_text(shares[i]) << " | " << table_cell(details) << " |\n";
-    }
-    if (!shared.empty()) out << "\n";
-    for (const SharedHint& s : shared) out << "- The same hint for cases " << case_list(s) << ": " << s.hint << "\n";
-    if (!lab.sanitizer.empty()) {
-      out << "\n**compute-sanitizer**, on " << sanitizer_cases(lab) << ":\n\n";
-      for (const std::string& line : sanitizer_lines(lab)) out << "- `" << line << "`\n";
-    }
-  }
-  return out.str();
 }
 
 }  // namespace grade

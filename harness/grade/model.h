@@ -1,5 +1,5 @@
-// The grader's one result model: every output (terminal, JSON, Markdown, and the gradebook
-// formats) is written from these structs.
+// The grader's one result model: every output (the terminal's text and each format of
+// report/) is written from these structs.
 #pragma once
 
 #include "labkit/outcome.h"
@@ -211,9 +211,9 @@ nlohmann::json to_json(const SanitizerRun& run);
 SanitizerRun sanitizer_run_from_json(const nlohmann::json& run);
 // Lines for a reader, one per finding or per tool that found nothing or failed.
 std::vector<std::string> sanitizer_lines(const LabResult& lab);
+// The cases the sanitizer ran on: "a, b, c".
+std::string sanitizer_cases(const LabResult& lab);
 nlohmann::json to_json(const LabResult& lab);
 LabResult lab_from_json(const nlohmann::json& lab);  // the inverse of to_json
-std::string to_text(const Report& report, bool show_hidden_details);
-std::string to_markdown(const Report& report, bool show_hidden_details);
 
 }  // namespace grade

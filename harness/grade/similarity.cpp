@@ -1,10 +1,9 @@
 #include "similarity.h"
 
-#include "exports.h"
 #include "intake.h"
 #include "model.h"
 #include "process.h"
-#include "report_html.h"
+#include "report/html_report.h"
 #include "sanitize.h"
 #include "text.h"
 

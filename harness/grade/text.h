@@ -32,4 +32,18 @@ inline std::string id_ranges(const std::vector<std::string>& ids) {
   return named;
 }
 
+// One CSV line (RFC 4180): a field holding a comma, a quote or a line break is quoted, its
+// quotes doubled.
+inline std::string csv_row(const std::vector<std::string>& fields) {
+  const auto field = [](const std::string& text) {
+    if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+    std::string quoted = "\"";
+    for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return quoted + "\"";
+  };
+  std::string row;
+  for (std::size_t i = 0; i < fields.size(); ++i) row += (i ? "," : "") + field(fields[i]);
+  return row + "\n";
+}
+
 }  // namespace grade

@@ -3,8 +3,8 @@
 // and the CSV; then the same board from the files a batch writes. No GPU, no compiler.
 #include "bad_input.h"
 #include "board.h"
-#include "exports.h"
 #include "model.h"
+#include "report/report_writer.h"
 #include "roster.h"
 
 #include <doctest/doctest.h>

@@ -3,9 +3,9 @@
 // did; the user's mistakes are named and are theirs (2), never "the kit failed".
 #include "bad_input.h"
 #include "catalog.h"
-#include "exports.h"
 #include "labkit/exit_status.h"
 #include "model.h"
+#include "report/gradebook_csv.h"
 
 #include <doctest/doctest.h>
 

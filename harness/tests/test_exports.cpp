@@ -2,9 +2,17 @@
 // synthetic results: no GPU, no compiler.
 #include "bad_input.h"
 #include "catalog.h"
-#include "exports.h"
 #include "intake.h"
 #include "model.h"
+#include "report/canvas_csv.h"
+#include "report/console_text.h"
+#include "report/file_names.h"
+#include "report/gradebook_csv.h"
+#include "report/gradescope.h"
+#include "report/junit_xml.h"
+#include "report/markdown_report.h"
+#include "report/prairielearn.h"
+#include "report/report_writer.h"
 #include "roster.h"
 #include "unicode.h"
 
@@ -525,5 +533,23 @@ TEST_SUITE("exports") {
     CHECK_FALSE(fs::exists(out / "gradescope" / "01-histogram" / "dave-smith" / "results.json"));
     CHECK(json::parse(read(out / "prairielearn" / "01-histogram" / "dave-smith" / "results.json"))["gradable"] == false);
     fs::remove_all(out);
+  }
+
+  // A format of the test's own: it notes what the writers hand it.
+  struct NotingWriter final : grade::ReportWriter {
+    static inline std::vector<std::string> given;
+    void write_run(const grade::RunOutput& run) override { given.push_back("run " + run.report.who); }
+    void write_batch(const grade::BatchOutput& batch) override {
+      for (const std::string& name : batch.file_names) given.push_back("batch " + name);
+    }
+  };
+
+  TEST_CASE("a format added to the writers is given each run and each batch, with the students' file names") {
+    grade::ReportWriters writers;
+    writers.add<NotingWriter>();
+    const std::vector<grade::Report> reports = {report_of("dave smith", {}), report_of("alice", {})};
+    writers.write_run({reports[1], {histogram}, "unused"});
+    writers.write_batch({reports, {histogram}, {}, grade::report_file_names(reports), "unused"});
+    CHECK(NotingWriter::given == std::vector<std::string>{"run alice", "batch dave-smith", "batch alice"});
   }
 }

@@ -3,10 +3,11 @@
 #include "bad_input.h"
 #include "batch.h"
 #include "catalog.h"
-#include "exports.h"
 #include "grader.h"
 #include "intake.h"
 #include "process.h"
+#include "report/gradebook_csv.h"
+#include "report/report_writer.h"
 #include "labkit/rank_group.h"
 #include "slurm.h"
 

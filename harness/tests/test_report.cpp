@@ -1,4 +1,6 @@
 #include "model.h"
+#include "report/console_text.h"
+#include "report/markdown_report.h"
 
 #include <doctest/doctest.h>
 

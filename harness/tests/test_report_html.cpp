@@ -1,6 +1,6 @@
 #include "catalog.h"
 #include "model.h"
-#include "report_html.h"
+#include "report/html_report.h"
 
 #include <doctest/doctest.h>
 

@@ -3,7 +3,9 @@
 // "at 0x... in file:line:kernel" form) into findings at the student's lines.
 #include "catalog.h"
 #include "model.h"
-#include "report_html.h"
+#include "report/console_text.h"
+#include "report/html_report.h"
+#include "report/markdown_report.h"
 #include "sanitize.h"
 #include "sanitize_lab.h"
 

@@ -1,5 +1,6 @@
 // Scoring what a runner reported (score.h): a case's outcome comes from its record, never from
 // its message's text, and a case that could not run is never a failure.
+#include "report/console_text.h"
 #include "score.h"
 
 #include <doctest/doctest.h>

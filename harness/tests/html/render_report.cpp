@@ -3,7 +3,7 @@
 //   render-report-html SOURCE_ROOT REPORT.json OUT.html
 #include "catalog.h"
 #include "model.h"
-#include "report_html.h"
+#include "report/html_report.h"
 
 #include <fstream>
 #include <iostream>

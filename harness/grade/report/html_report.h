@@ -1,9 +1,11 @@
 // The HTML report: one self-contained file (inline CSS and SVG, no script, nothing fetched)
-// written beside the JSON and Markdown reports, from the same result model.
+// written beside the JSON and Markdown reports, from the same result model: WHO.html of a
+// run, handout/WHO.html of a batch (hidden details withheld, ready to hand back).
 #pragma once
 
 #include "catalog.h"
 #include "model.h"
+#include "report/report_writer.h"
 
 #include <string>
 #include <vector>
@@ -22,5 +24,11 @@ extern const char* const page_base_style;
 // read bandwidth, and the points curve of the lab's rubric (`labs`, from lab.yaml) with your
 // ratio marked. Hidden cases' details follow the Markdown report's rule.
 std::string to_html(const Report& report, const std::vector<LabSpec>& labs, bool show_hidden_details);
+
+class HtmlReportWriter final : public ReportWriter {
+ public:
+  void write_run(const RunOutput& run) override;
+  void write_batch(const BatchOutput& batch) override;
+};
 
 }  // namespace grade

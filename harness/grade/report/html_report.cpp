@@ -1,4 +1,4 @@
-#include "report_html.h"
+#include "report/html_report.h"
 
 #include "intake.h"
 #include "labkit/protocol.h"
@@ -314,6 +314,15 @@ std::string to_html(const Report& report, const std::vector<LabSpec>& labs, bool
     if (handed_in(lab, labs)) lab_section(out, lab, labs, show_hidden_details);
   out << "</main></body></html>\n";
   return out.str();
+}
+
+void HtmlReportWriter::write_run(const RunOutput& run) {
+  write_file((run.dir / run.report.who).string() + ".html", to_html(run.report, run.labs, true));
+}
+
+void HtmlReportWriter::write_batch(const BatchOutput& batch) {
+  for (std::size_t i = 0; i < batch.reports.size(); ++i)
+    write_file(batch.dir / "handout" / (batch.file_names[i] + ".html"), to_html(batch.reports[i], batch.labs, false));
 }
 
 }  // namespace grade
