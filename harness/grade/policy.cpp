@@ -55,11 +55,14 @@ std::vector<Step> steps_of(const std::string& source_root, const LabSpec& lab) {
     if (node["step"]) step.slug = node["step"].as<std::string>();
     if (node["name"]) step.name = node["name"].as<std::string>();
     if (node["rule"]) step.rule = node["rule"].as<std::string>();
+    if (node["why"]) step.why = node["why"].as<std::string>();
     const std::string where = std::string(versions_file) + ", lab " + lab.id + ", step `" + step.slug + "`";
     if (step.slug.empty() || step.name.empty())
       throw BadInput(std::string(versions_file) + ", lab " + lab.id + ": each step needs `step:` (its folder) and `name:`");
     if (std::find(step_rules.begin(), step_rules.end(), step.rule) == step_rules.end())
-      throw BadInput(where + ": `rule: " + step.rule + "` is none of bug-fixed, library, step, chapter");
+      throw BadInput(where + ": `rule: " + step.rule + "` is none of bug-fixed, library, step, chapter, unranked");
+    if (step.rule == "unranked" && step.why.empty())
+      throw BadInput(where + ": `rule: unranked` needs `why:`, one sentence on why this GPU does not rank the step");
     steps.push_back(step);
   }
   return steps;

@@ -49,12 +49,16 @@ inline constexpr const char* steps_folder = "grading/policy/steps";
 //              bug-fixed or step listed before it, else the starter), at most the chapter tier
 //   chapter    the chapter's technique in another form (another block size, memory kept across
 //              calls, the README's next digit width): what the chapter tier may earn (70-85)
-inline constexpr std::array<const char*, 4> step_rules = {"bug-fixed", "library", "step", "chapter"};
+//   unranked   a step that this GPU does not reward in the lesson's order (its caches make up for
+//              what the step saves, or the library outruns the chapter's own kernel): at most
+//              the reference; its `why:` in versions.yaml says why, in one sentence
+inline constexpr std::array<const char*, 5> step_rules = {"bug-fixed", "library", "step", "chapter", "unranked"};
 
 struct Step {
   std::string slug;  // its folder's name under steps/<NN-name>/, and its record's
   std::string name;  // one line for the tables
   std::string rule;  // one of step_rules
+  std::string why;   // unranked: why this GPU does not rank the step where the lesson would
 };
 
 // The lab's steps in versions.yaml's order (none when it lists none). Throws BadInput on an

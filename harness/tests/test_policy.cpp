@@ -4,8 +4,8 @@
 // are scored again here under today's lab.yaml (policy.h). A rubric or dataset change that
 // lifts a starter above 30, or takes a reference below full marks, fails here, without a GPU.
 // So do the steps versions.yaml lists (the planted bug fixed alone, the library baseline, each
-// intermediate step a README teaches, the chapter in other forms; grading/policy/steps/),
-// each by its rule, once it has a record.
+// intermediate step a README teaches, the chapter in other forms, and the steps this GPU does
+// not rank in the lesson's order; grading/policy/steps/), each by its rule, once it has a record.
 #include "catalog.h"
 #include "policy.h"
 
@@ -95,6 +95,7 @@ TEST_CASE("each lab's steps earn what their rule in versions.yaml says, once rec
     };
     const std::optional<double> starter = points_of(grade::policy::recorded_run(root, "starter", lab));
     const std::optional<double> chapter = points_of(grade::policy::recorded_run(root, "chapter", lab));
+    const std::optional<double> reference = points_of(grade::policy::recorded_run(root, "reference", lab));
     // The rung the next bug-fixed or step version must beat: the starter, then each one recorded.
     std::optional<double> rung = starter;
     std::string rung_name = "the starter";
@@ -146,6 +147,11 @@ TEST_CASE("each lab's steps earn what their rule in versions.yaml says, once rec
         rung = points;
         rung_name = "`" + step.slug + "`";
       }
+      // A step this GPU does not rank (versions.yaml's `why:` says why): more than the starter,
+      // as above, and no more than the reference; it is no rung for the steps after it.
+      if (step.rule == "unranked" && reference)
+        CHECK_MESSAGE(points <= *reference + 0.05, "`" << step.slug << "` (unranked: " << step.why << ") earns " << points
+                                                       << ", more than the reference (" << *reference << ")");
       if (step.rule == "chapter") {
         const bool may_reach_full = chapter_may_reach_full_marks.count(lab.id) > 0;
         CHECK_MESSAGE((points >= chapter_at_least && (points <= chapter_at_most || may_reach_full)),
