@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -94,7 +95,15 @@ Dataset load_dataset(const std::string& path, std::uint64_t run_seed) {
   dataset.lab = root["lab"].as<std::string>("");
   dataset.correctness = read_cases(root, "correctness", run_seed);
   dataset.performance = read_cases(root, "performance", run_seed);
+  dataset.benchmark = read_cases(root, "benchmark", run_seed);
   return dataset;
+}
+
+std::vector<Case> benchmark_cases(const Dataset& dataset) {
+  std::vector<Case> cases = dataset.performance;
+  cases.insert(cases.end(), dataset.benchmark.begin(), dataset.benchmark.end());
+  std::stable_sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.n < b.n; });
+  return cases;
 }
 
 }  // namespace labkit

@@ -56,6 +56,17 @@ TEST_SUITE("catalog") {
     }
   }
 
+  // Apart from the performance cases' names, no rubric can name a benchmark case: a rubric
+  // names performance cases only (above).
+  TEST_CASE("the cases a lab's benchmark times have a name each") {
+    for (const grade::LabSpec& lab : grade::load_catalog(LABKIT_TEST_SOURCE_ROOT)) {
+      CAPTURE(lab.dir);
+      std::set<std::string> names;
+      for (const auto& c : labkit::benchmark_cases(labkit::load_dataset(lab.dataset)))
+        CHECK_MESSAGE(names.insert(c.name).second, "the benchmark times two cases named " << c.name);
+    }
+  }
+
   TEST_CASE("a lab's extra build flags are read from lab.yaml") {
     const auto labs = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
     const grade::LabSpec& quicksort = grade::find_lab(labs, "quicksort");

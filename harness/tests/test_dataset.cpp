@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace {
 std::string write_temp(const std::string& text) {
@@ -52,6 +54,41 @@ performance:
     CHECK_THROWS_WITH(labkit::load_dataset(write_temp("correctness:\n  - {name: a, n: 12 bytes}\n")),
                       doctest::Contains("cannot read size"));
     CHECK_THROWS_WITH(labkit::load_dataset("/nonexistent/file.yaml"), doctest::Contains("cannot read dataset"));
+  }
+
+  TEST_CASE("benchmark cases are read apart from the graded ones, with the same fields and defaults") {
+    const auto path = write_temp(R"(
+defaults: {lo: -5, hi: 5, k: 3}
+correctness:
+  - {name: a, n: 7}
+performance:
+  - {name: p-big, n: 2^20, seed: 9}
+  - {name: p-small, n: 2^10}
+benchmark:
+  - {name: b-small, n: 2^10, distribution: all_same, k: 4}
+  - {name: b-middle, n: 2^16}
+)");
+    const labkit::Dataset d = labkit::load_dataset(path);
+    REQUIRE(d.benchmark.size() == 2);
+    CHECK(d.correctness.size() == 1);
+    CHECK(d.performance.size() == 2);
+    CHECK(d.benchmark[0].kind == "benchmark");
+    CHECK(d.benchmark[0].input.distribution == labkit::Distribution::all_same);
+    CHECK(d.benchmark[0].input.lo == -5);
+    CHECK(d.benchmark[0].integer("k") == 4);
+    CHECK(d.benchmark[1].integer("k") == 3);
+
+    std::vector<std::string> names;
+    for (const labkit::Case& c : labkit::benchmark_cases(d)) names.push_back(c.name + " " + c.kind);
+    CHECK(names == std::vector<std::string>{"p-small performance", "b-small benchmark", "b-middle benchmark",
+                                            "p-big performance"});
+  }
+
+  TEST_CASE("a dataset without benchmark cases has none, and its benchmark times the performance cases") {
+    const labkit::Dataset d = labkit::load_dataset(write_temp("performance:\n  - {name: p, n: 5}\n"));
+    CHECK(d.benchmark.empty());
+    REQUIRE(labkit::benchmark_cases(d).size() == 1);
+    CHECK(labkit::benchmark_cases(d)[0].name == "p");
   }
 
   TEST_CASE("a case repeated no times is refused: it would make no call and pass") {

@@ -1,7 +1,8 @@
 // Lab 01 benchmark: the reference solution beside cub::DeviceHistogram::HistogramEven (the
 // library anchor), the chapter's two kernels and a read-only kernel (the ceiling for any
 // kernel that reads every byte, timed the same way), with GB/s and % of the device's measured
-// read bandwidth (taken at 1 GiB). Not a test: it prints numbers for people to read.
+// read bandwidth (taken at 1 GiB), at the sizes and inputs of datasets/01-histogram.yaml's
+// performance and benchmark cases. Not a test: it prints numbers for people to read.
 #include "cub_histogram.cuh"
 #include "histogram.h"
 
@@ -91,8 +92,9 @@ std::vector<Variant> variants(CubHistogram& cub) {
   };
 }
 
-void bench_case(const char* label, size_t n, labkit::Distribution distribution, double peak_gbps) {
-  const auto host = labkit::generate<uint8_t>(n, {distribution, 42, 0, 255});
+void bench_case(const labkit::Case& c, double peak_gbps) {
+  const size_t n = c.n;
+  const auto host = labkit::generate<uint8_t>(n, c.input);
   std::vector<uint32_t> expected(bin_count, 0);
   for (uint8_t b : host) ++expected[b];
   DeviceBuffer<uint8_t> input(host);
@@ -105,7 +107,7 @@ void bench_case(const char* label, size_t n, labkit::Distribution distribution, 
          [&](int) { bins.poison(); }});
     const bool right = !v.counts || bins.download() == expected;
     const double gbps = labkit::gigabytes_per_second(double(n), t.ms.median);
-    std::printf("%-16s %-26s %10.4f ms %9.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", label,
+    std::printf("%-16s %-26s %10.4f ms %9.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", c.name.c_str(),
                 v.name, t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.count,
                 100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
   }
@@ -113,11 +115,9 @@ void bench_case(const char* label, size_t n, labkit::Distribution distribution, 
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   const double peak = labkit::start_benchmark();
-  bench_case("uniform 100MiB", size_t(100) << 20, labkit::Distribution::uniform, peak);
-  bench_case("all-same 100MiB", size_t(100) << 20, labkit::Distribution::all_same, peak);
-  bench_case("text-like 100MiB", size_t(100) << 20, labkit::Distribution::skewed, peak);
-  bench_case("uniform 1GiB", size_t(1) << 30, labkit::Distribution::uniform, peak);
+  for (const labkit::Case& c : cases) bench_case(c, peak);
   return 0;
 }

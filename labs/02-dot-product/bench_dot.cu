@@ -1,6 +1,7 @@
 // Lab 02 benchmark: the reference dot product beside CUB (the library anchor) and the
-// chapter's kernel, with GB/s and % of the device's measured read bandwidth. Not a test: it
-// prints numbers for people to read.
+// chapter's kernel, with GB/s and % of the device's measured read bandwidth, at the sizes of
+// datasets/02-dot-product.yaml's performance cases. Not a test: it prints numbers for people
+// to read.
 //
 // Two CUB figures: TransformReduce over the products a[i] * b[i] does the lab's exact job;
 // Sum over one array of 2n ints reads the same bytes with the simplest possible access
@@ -78,10 +79,18 @@ std::vector<Variant> variants(CubDot& cub, DeviceBuffer<uint8_t>& scratch) {
   };
 }
 
-void bench_case(const char* label, size_t n, double peak_gbps) {
+// b is drawn like a, from the next seed.
+labkit::InputSpec second_array(const labkit::Case& c) {
+  labkit::InputSpec spec = c.input;
+  ++spec.seed;
+  return spec;
+}
+
+void bench_case(const labkit::Case& c, double peak_gbps) {
+  const size_t n = c.n;
   // One allocation holding a then b, so "cub Sum" can read both as one array.
-  const auto a = labkit::generate<int32_t>(n, {labkit::Distribution::uniform, 42, -100, 100});
-  const auto b = labkit::generate<int32_t>(n, {labkit::Distribution::uniform, 43, -100, 100});
+  const auto a = labkit::generate<int32_t>(n, c.input);
+  const auto b = labkit::generate<int32_t>(n, second_array(c));
   std::vector<int32_t> both(a);
   both.insert(both.end(), b.begin(), b.end());
   int64_t expected = 0;
@@ -99,17 +108,17 @@ void bench_case(const char* label, size_t n, double peak_gbps) {
          [&](int) { result.poison(); }});
     const bool right = !v.computes_dot || result.download()[0] == expected;
     const double gbps = labkit::gigabytes_per_second(bytes_read, t.ms.median);
-    std::printf("%-12s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", label, v.name,
-                t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.count, 100 * t.ms.relative_error,
+    std::printf("%-12s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", c.name.c_str(),
+                v.name, t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.count, 100 * t.ms.relative_error,
                 right ? "" : "  WRONG OUTPUT");
   }
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   const double peak = labkit::start_benchmark("; GB/s counts the 8 bytes read per element");
-  bench_case("n = 2^26", size_t(1) << 26, peak);
-  bench_case("n = 2^28", size_t(1) << 28, peak);
+  for (const labkit::Case& c : cases) bench_case(c, peak);
   return 0;
 }

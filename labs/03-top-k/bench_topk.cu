@@ -1,7 +1,8 @@
 // Lab 03 benchmark: the reference solution beside a full cub::DeviceRadixSort descending sort
 // (the library anchor: the obvious way to get the top k) and the chapter's kernel at k = 10,
-// with GB/s (n * 4 bytes over the time) and % of the device's measured read bandwidth.
-// Not a test: it prints numbers for people to read.
+// with GB/s (n * 4 bytes over the time) and % of the device's measured read bandwidth, at the
+// n and k of datasets/03-top-k.yaml's performance cases. Not a test: it prints numbers for
+// people to read.
 #include "cub_sort_topk.cuh"
 #include "topk.h"
 
@@ -98,8 +99,10 @@ std::vector<Variant> variants(int k, Scratch& scratch) {
   return list;
 }
 
-void bench_case(size_t n, int k, double peak_gbps) {
-  std::vector<int32_t> host = labkit::generate<int32_t>(n, {labkit::Distribution::uniform, 42, -2147483648.0, 2147483647.0});
+void bench_case(const labkit::Case& c, double peak_gbps) {
+  const size_t n = c.n;
+  const int k = int(c.integer("k"));
+  std::vector<int32_t> host = labkit::generate<int32_t>(n, c.input);
   DeviceBuffer<int32_t> input(host);
   std::nth_element(host.begin(), host.begin() + (k - 1), host.end(), std::greater<int32_t>());
   std::sort(host.begin(), host.begin() + k, std::greater<int32_t>());
@@ -107,8 +110,6 @@ void bench_case(size_t n, int k, double peak_gbps) {
   DeviceBuffer<int32_t> out{size_t(k)};
   Scratch scratch(n);
 
-  char label[64];
-  std::snprintf(label, sizeof label, "n=%zu k=%d", n, k);
   double reference_ms = 0;
   for (const Variant& v : variants(k, scratch)) {
     const labkit::TimingStats t = labkit::time_call(
@@ -120,14 +121,15 @@ void bench_case(size_t n, int k, double peak_gbps) {
     const double gbps = labkit::gigabytes_per_second(double(n) * sizeof(int32_t), t.ms.median);
     std::printf("%-22s %-30s %9.4f ms %8.1f GB/s %6.1f%% of peak  %6.2fx the reference's time  (%zu samples, "
                 "+-%.2f%%)%s\n",
-                label, v.name.c_str(), t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.median / reference_ms,
+                c.name.c_str(), v.name.c_str(), t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.median / reference_ms,
                 t.ms.count, 100 * t.ms.relative_error, top == expected ? "" : "  WRONG OUTPUT");
   }
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   const double peak = labkit::start_benchmark();
   std::printf("cub::DeviceTopK: %s (CUB %d.%d.%d)\n",
 #if __has_include(<cub/device/device_topk.cuh>)
@@ -136,7 +138,6 @@ int main() {
               "not in this CUB, so the full sort is the library anchor",
 #endif
               CUB_MAJOR_VERSION, CUB_MINOR_VERSION, CUB_SUBMINOR_VERSION);
-  for (const size_t n : {size_t(10000000), size_t(1) << 28})
-    for (const int k : {10, 1000}) bench_case(n, k, peak);
+  for (const labkit::Case& c : cases) bench_case(c, peak);
   return 0;
 }

@@ -1,7 +1,8 @@
 // Lab 04 benchmark: the reference solution beside cublasSgemm (FP32, TF32 off: the library
 // anchor) and the ladder's other kernels (the tiled chapter's shared-memory kernel, the OpenCL
-// chapter's coalesced and uncoalesced naive kernels), in ms, TFLOP/s and % of cuBLAS. Not a
-// test: it prints numbers for people to read. Each output is compared with cuBLAS's.
+// chapter's coalesced and uncoalesced naive kernels), in ms, TFLOP/s and % of cuBLAS, at the
+// shapes of datasets/04-matmul.yaml's performance cases. Not a test: it prints numbers for
+// people to read. Each output is compared with cuBLAS's.
 #include "sgemm.h"
 #include "sgemm_anchors.cuh"
 
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace {
@@ -45,13 +47,44 @@ double worst_difference(const std::vector<float>& expected, const std::vector<fl
   return worst / (64 * 0x1.0p-24 * k);
 }
 
-void bench_shape(int m, int n, int k) {
+struct Shape {
+  int m, n, k;
+  bool operator==(const Shape& other) const { return m == other.m && n == other.n && k == other.k; }
+};
+
+// A shape and the cases that have it: rungs of one shape differ only in the anchor they are
+// graded against, and every row here is timed beside every anchor, so each shape runs once.
+struct ShapeCases {
+  Shape shape;
+  labkit::InputSpec input;  // the first case's: one input per shape
+  std::string names;
+};
+
+std::vector<ShapeCases> distinct_shapes(const std::vector<labkit::Case>& cases) {
+  std::vector<ShapeCases> shapes;
+  for (const labkit::Case& c : cases) {
+    const Shape shape{int(c.integer("m")), int(c.n), int(c.integer("k"))};
+    const auto same = std::find_if(shapes.begin(), shapes.end(), [&](const ShapeCases& s) { return s.shape == shape; });
+    if (same == shapes.end())
+      shapes.push_back({shape, c.input, c.name});
+    else
+      same->names += ", " + c.name;
+  }
+  return shapes;
+}
+
+// B is drawn like A, from the next seed.
+void bench_shape(const ShapeCases& cases) {
+  const int m = cases.shape.m, n = cases.shape.n, k = cases.shape.k;
   const double flop = 2.0 * m * n * k;
-  DeviceBuffer<float> a(labkit::generate<float>(size_t(m) * k, {labkit::Distribution::uniform, 42, -1, 1}));
-  DeviceBuffer<float> b(labkit::generate<float>(size_t(k) * n, {labkit::Distribution::uniform, 43, -1, 1}));
+  labkit::InputSpec b_input = cases.input;
+  ++b_input.seed;
+  DeviceBuffer<float> a(labkit::generate<float>(size_t(m) * k, cases.input));
+  DeviceBuffer<float> b(labkit::generate<float>(size_t(k) * n, b_input));
   DeviceBuffer<float> c(size_t(m) * n);
 
-  std::printf("\nm=%d n=%d k=%d (%.1f GFLOP), C = A B (alpha 1, beta 0)\n", m, n, k, flop * 1e-9);
+  std::printf("\n%s: m=%d n=%d k=%d (%.1f GFLOP), C = A B (alpha 1, beta 0)\n", cases.names.c_str(), m, n, k,
+              flop * 1e-9);
   std::vector<float> cublas_output;
   double cublas_ms = 0;
   for (const Variant& v : variants) {
@@ -73,9 +106,9 @@ void bench_shape(int m, int n, int k) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   labkit::start_benchmark();
-  bench_shape(4096, 4096, 4096);
-  bench_shape(1024, 2048, 512);  // the OpenCL chapter's M=1024, P=512, N=2048
+  for (const ShapeCases& shape : distinct_shapes(cases)) bench_shape(shape);
   return 0;
 }

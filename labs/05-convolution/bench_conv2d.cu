@@ -2,8 +2,9 @@
 // memory, v2: filter in constant memory, v3: shared-memory tile with halo) and a device-to-device
 // cudaMemcpy of the same bytes, the roofline anchor: a filter that reads every pixel once and
 // writes it once can go no faster than a copy. Times, GB/s (2 x rows x cols x 4 bytes + the
-// filter, over the time) and % of the measured read bandwidth, side by side. Not a test: it
-// prints numbers for people to read. Each kernel's output is compared with the reference's.
+// filter, over the time) and % of the measured read bandwidth, side by side, at the shapes of
+// datasets/05-convolution.yaml's performance and benchmark cases. Not a test: it prints
+// numbers for people to read. Each kernel's output is compared with the reference's.
 //
 // Then conv2d_separable: the reference (one fused pass), the chapter's two passes through
 // d_temp each from a shared-memory tile (grading/policy/chapter/), the starter's two passes
@@ -24,6 +25,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -174,6 +176,17 @@ struct Problem {
   double bytes_moved() const { return 2.0 * sizeof(float) * double(pixels()) + sizeof(float) * filter_size * filter_size; }
 };
 
+// A case's image is `n` columns by `rows`, under an odd filter of filter_size x filter_size.
+Problem problem_of(const labkit::Case& c) {
+  return {int(c.integer("rows")), int(c.n), int(c.integer("filter_size"))};
+}
+
+// A filter's coefficients (or one of a separable filter's vectors): uniform in [-1, 1], from the
+// case's seed moved on by `shift` so that the image and each filter differ.
+labkit::InputSpec filter_input(const labkit::Case& c, uint64_t shift) {
+  return {labkit::Distribution::uniform, c.input.seed + shift, -1, 1};
+}
+
 using Run = std::function<void(const float* in, const float* filter, float* out, cudaStream_t stream)>;
 
 struct Variant {
@@ -237,21 +250,19 @@ bool same_output(const std::vector<float>& expected, const std::vector<float>& a
 void print_row(const char* label, const char* name, const labkit::TimingStats& t, double bytes, double peak_gbps,
                double reference_ms, bool right) {
   const double gbps = labkit::gigabytes_per_second(bytes, t.ms.median);
-  std::printf("%-16s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  ratio %5.2f  (%zu samples, +-%.2f%%)%s\n", label, name,
+  std::printf("%-18s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  ratio %5.2f  (%zu samples, +-%.2f%%)%s\n", label, name,
               t.ms.median, gbps, 100 * gbps / peak_gbps, reference_ms / t.ms.median, t.ms.count,
               100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
 }
 
-void bench_problem(const Problem& p, double peak_gbps) {
-  const auto host_in = labkit::generate<float>(p.pixels(), {labkit::Distribution::uniform, 42, -1, 1});
-  const auto host_filter =
-      labkit::generate<float>(size_t(p.filter_size) * p.filter_size, {labkit::Distribution::uniform, 43, -1, 1});
+void bench_problem(const labkit::Case& c, double peak_gbps) {
+  const Problem p = problem_of(c);
+  const auto host_in = labkit::generate<float>(p.pixels(), c.input);
+  const auto host_filter = labkit::generate<float>(size_t(p.filter_size) * p.filter_size, filter_input(c, 1));
   DeviceBuffer<float> in(host_in), filter(host_filter), out(p.pixels());
 
   std::vector<float> reference_output;
   double reference_ms = 0;
-  char label[64];
-  std::snprintf(label, sizeof label, "%dx%d f%d", p.rows, p.cols, p.filter_size);
   for (const Variant& v : variants(p)) {
     const labkit::TimingStats t = labkit::time_call(
         {[&](cudaStream_t stream) { v.run(in.data(), filter.data(), out.data(), stream); },
@@ -263,7 +274,7 @@ void bench_problem(const Problem& p, double peak_gbps) {
     }
     const bool is_copy = std::string(v.name).find("cudaMemcpy") != std::string::npos;
     const bool right = is_copy ? output == host_in : same_output(reference_output, output, p);
-    print_row(label, v.name, t, p.bytes_moved(), peak_gbps, reference_ms, right);
+    print_row(c.name.c_str(), v.name, t, p.bytes_moved(), peak_gbps, reference_ms, right);
   }
 }
 
@@ -331,10 +342,11 @@ bool same_separable_output(const std::vector<float>& expected, const std::vector
   return true;
 }
 
-void bench_separable_problem(const Problem& p, double peak_gbps) {
-  const auto host_in = labkit::generate<float>(p.pixels(), {labkit::Distribution::uniform, 44, -1, 1});
-  const auto host_row = labkit::generate<float>(size_t(p.filter_size), {labkit::Distribution::uniform, 45, -1, 1});
-  const auto host_col = labkit::generate<float>(size_t(p.filter_size), {labkit::Distribution::uniform, 46, -1, 1});
+void bench_separable_problem(const labkit::Case& c, double peak_gbps) {
+  const Problem p = problem_of(c);
+  const auto host_in = labkit::generate<float>(p.pixels(), c.input);
+  const auto host_row = labkit::generate<float>(size_t(p.filter_size), filter_input(c, 1));
+  const auto host_col = labkit::generate<float>(size_t(p.filter_size), filter_input(c, 2));
   std::vector<float> host_outer;
   for (float c : host_col)
     for (float r : host_row) host_outer.push_back(c * r);
@@ -343,8 +355,6 @@ void bench_separable_problem(const Problem& p, double peak_gbps) {
 
   std::vector<float> reference_output;
   double reference_ms = 0;
-  char label[64];
-  std::snprintf(label, sizeof label, "%dx%d sep f%d", p.rows, p.cols, p.filter_size);
   for (const SeparableVariant& v : separable_variants(p)) {
     const labkit::TimingStats t = labkit::time_call(
         {[&](cudaStream_t stream) { v.run(buffers, stream); }, [&](int) { out.poison(); }});
@@ -355,16 +365,33 @@ void bench_separable_problem(const Problem& p, double peak_gbps) {
     }
     const bool is_copy = std::string(v.name).find("cudaMemcpy") != std::string::npos;
     const bool right = is_copy ? output == host_in : same_separable_output(reference_output, output, p);
-    print_row(label, v.name, t, p.bytes_moved(), peak_gbps, reference_ms, right);
+    print_row(c.name.c_str(), v.name, t, p.bytes_moved(), peak_gbps, reference_ms, right);
   }
+}
+
+bool is_separable(const labkit::Case& c) { return c.has("exercise") && c.params.at("exercise") == "separable"; }
+
+// The 2-D cases, then the separable ones, each smallest filter first: a ladder of filter sizes
+// per exercise, whichever of the dataset's lists a size sits in.
+std::vector<labkit::Case> in_table_order(std::vector<labkit::Case> cases) {
+  std::stable_sort(cases.begin(), cases.end(), [](const labkit::Case& a, const labkit::Case& b) {
+    return std::make_pair(is_separable(a), a.integer("filter_size")) <
+           std::make_pair(is_separable(b), b.integer("filter_size"));
+  });
+  return cases;
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = in_table_order(labkit::benchmark_cases(argc, argv));
   const double peak = labkit::start_benchmark(
       " (GB/s = 2 x rows x cols x 4 bytes / time; ratio = reference time / time, as the grader computes it)");
-  for (int filter_size : {3, 5, 9, 15}) bench_problem({8192, 8192, filter_size}, peak);
-  for (int filter_size : {5, 9, 15}) bench_separable_problem({8192, 8192, filter_size}, peak);
+  for (const labkit::Case& c : cases) {
+    if (is_separable(c))
+      bench_separable_problem(c, peak);
+    else
+      bench_problem(c, peak);
+  }
   return 0;
 }

@@ -1,7 +1,7 @@
 // Lab 06 benchmark: the reference solution beside cub::DeviceScan::InclusiveSum (the library
 // anchor) and the chapter's kernels, with GB/s (2 x 4 bytes per element: one read, one
-// write) and % of the device's measured read bandwidth. Not a test: it prints numbers for
-// people to read.
+// write) and % of the device's measured read bandwidth, at the sizes of datasets/06-scan.yaml's
+// performance cases. Not a test: it prints numbers for people to read.
 #include "cub_scan.cuh"
 #include "scan.h"
 
@@ -121,9 +121,9 @@ std::vector<Variant> variants(CubInclusiveSum& cub, DeviceBuffer<u32>& chapter_s
   };
 }
 
-void bench_case(const char* label, size_t n, double peak_gbps) {
-  const labkit::InputSpec spec{labkit::Distribution::uniform, 42, -2147483648.0, 2147483647.0};
-  const std::vector<int32_t> values = labkit::generate<int32_t>(n, spec);
+void bench_case(const labkit::Case& c, double peak_gbps) {
+  const size_t n = c.n;
+  const std::vector<int32_t> values = labkit::generate<int32_t>(n, c.input);
   const std::vector<u32> host(values.begin(), values.end());
   std::vector<u32> expected(n);
   u32 sum = 0;
@@ -140,7 +140,7 @@ void bench_case(const char* label, size_t n, double peak_gbps) {
          [&](int) { output.poison(); }});
     const bool right = output.download() == expected;
     const double gbps = labkit::gigabytes_per_second(2.0 * sizeof(u32) * double(n), t.ms.median);
-    std::printf("%-10s %-26s %10.4f ms %9.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", label, v.name,
+    std::printf("%-10s %-26s %10.4f ms %9.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", c.name.c_str(), v.name,
                 t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.count, 100 * t.ms.relative_error,
                 right ? "" : "  WRONG OUTPUT");
   }
@@ -148,10 +148,9 @@ void bench_case(const char* label, size_t n, double peak_gbps) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   const double peak = labkit::start_benchmark(" (GB/s below count one read and one write of each element)");
-  bench_case("n = 2^20", size_t(1) << 20, peak);
-  bench_case("n = 2^24", size_t(1) << 24, peak);
-  bench_case("n = 2^28", size_t(1) << 28, peak);
+  for (const labkit::Case& c : cases) bench_case(c, peak);
   return 0;
 }

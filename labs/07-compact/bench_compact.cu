@@ -1,8 +1,9 @@
 // Lab 07 benchmark: the reference solution beside cub::DeviceSelect::If and
 // cub::DevicePartition::If (the library anchors) and the chapter's float pipeline, with GB/s
 // (compaction: 4 bytes read per element plus 4 written per kept one; split: 4 read and 4
-// written per element) and % of the device's measured read bandwidth. Not a test: it prints
-// numbers for people to read.
+// written per element) and % of the device's measured read bandwidth, at the sizes and inputs
+// of datasets/07-compact.yaml's performance and benchmark cases. Not a test: it prints numbers
+// for people to read.
 //
 // The chapter's pipeline indexes with float prefix sums, exact only up to 2^24: past that its
 // indices round by a few elements either way, so at 2^28 it writes a little past n and its
@@ -142,9 +143,12 @@ void print_row(const char* label, const char* name, const labkit::TimingStats& t
               t.ms.median, gbps, 100 * gbps / peak_gbps, t.ms.count, 100 * t.ms.relative_error, note);
 }
 
-void bench_case(const char* label, size_t n, bool split, double peak_gbps) {
-  const labkit::InputSpec spec{labkit::Distribution::uniform, 42, -100.0, 100.0};  // about half positive
-  const std::vector<float> host = labkit::generate<float>(n, spec);
+bool is_split(const labkit::Case& c) { return c.has("exercise") && c.params.at("exercise") == "split"; }
+
+void bench_case(const labkit::Case& c, double peak_gbps) {
+  const size_t n = c.n;
+  const bool split = is_split(c);
+  const std::vector<float> host = labkit::generate<float>(n, c.input);
   const Bits in_bits = bits_of(host);
   Bits kept, others;
   for (uint32_t b : in_bits) {
@@ -216,18 +220,23 @@ void bench_case(const char* label, size_t n, bool split, double peak_gbps) {
       actual.resize(kept.size());
       if (count.download()[0] != kept.size() || actual != kept) note = "  WRONG OUTPUT";
     }
-    print_row(label, v.name, t, bytes, peak_gbps, note);
+    print_row(c.name.c_str(), v.name, t, bytes, peak_gbps, note);
   }
+}
+
+// The compactions, then the splits, each smallest first.
+std::vector<labkit::Case> in_table_order(std::vector<labkit::Case> cases) {
+  std::stable_sort(cases.begin(), cases.end(),
+                   [](const labkit::Case& a, const labkit::Case& b) { return !is_split(a) && is_split(b); });
+  return cases;
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = in_table_order(labkit::benchmark_cases(argc, argv));
   const double peak = labkit::start_benchmark(
       " (GB/s below: compaction counts 4 bytes read per element and 4 written per kept one; split 8 per element)");
-  bench_case("compact 2^24", size_t(1) << 24, false, peak);
-  bench_case("compact 2^28", size_t(1) << 28, false, peak);
-  bench_case("split 2^24", size_t(1) << 24, true, peak);
-  bench_case("split 2^28", size_t(1) << 28, true, peak);
+  for (const labkit::Case& c : cases) bench_case(c, peak);
   return 0;
 }

@@ -1,11 +1,12 @@
 // Lab 08 benchmark: the reference solution beside the chapter's two kernels (a naive one that
-// reads every body j from global memory, and the chapter's shared-memory tiled kernel), at
-// 2^14, 2^16 and 2^18 bodies. N-body has no library to compare with; its anchor is the GPU's
-// FP32 peak. Each row gives the time, interactions per second (n^2 / time), TFLOP/s by the
-// usual convention of 20 floating-point operations per interaction, the % of FP32 peak that
-// is, and the ratio reference time / time that the grader computes. Not a test: it prints
-// numbers for people to read. Every kernel's output is checked on sampled bodies against a
-// double-precision sum.
+// reads every body j from global memory, and the chapter's shared-memory tiled kernel), at the
+// body counts of datasets/08-nbody.yaml's performance cases, with coordinates drawn from their
+// distributions in a cube (the timing is the same for any layout). N-body has no library to
+// compare with; its anchor is the GPU's FP32 peak. Each row gives the time, interactions per
+// second (n^2 / time), TFLOP/s by the usual convention of 20 floating-point operations per
+// interaction, the % of FP32 peak that is, and the ratio reference time / time that the grader
+// computes. Not a test: it prints numbers for people to read. Every kernel's output is checked
+// on sampled bodies against a double-precision sum.
 //
 // The chapter's kernels treat every body as having mass 1, so the bodies here all have mass 1:
 // then all kernels compute the same thing as the lab's contract.
@@ -134,17 +135,24 @@ bool sampled_bodies_right(const std::vector<float4>& bodies, const std::vector<f
   return true;
 }
 
-std::vector<float4> make_bodies(size_t n) {
-  const auto x = labkit::generate<float>(n, {labkit::Distribution::uniform, 41, -1, 1});
-  const auto y = labkit::generate<float>(n, {labkit::Distribution::uniform, 42, -1, 1});
-  const auto z = labkit::generate<float>(n, {labkit::Distribution::uniform, 43, -1, 1});
+// One axis of the case's bodies: the case's distribution, from its seed moved on by the axis.
+std::vector<float> coordinates(const labkit::Case& c, uint64_t axis) {
+  labkit::InputSpec spec = c.input;
+  spec.seed += axis;
+  return labkit::generate<float>(c.n, spec);
+}
+
+std::vector<float4> make_bodies(const labkit::Case& c) {
+  const size_t n = c.n;
+  const auto x = coordinates(c, 0), y = coordinates(c, 1), z = coordinates(c, 2);
   std::vector<float4> bodies(n);
   for (size_t i = 0; i < n; ++i) bodies[i] = make_float4(x[i], y[i], z[i], 1.f);  // the chapter's unit masses
   return bodies;
 }
 
-void bench_size(int n, double peak_tflops) {
-  const std::vector<float4> host = make_bodies(size_t(n));
+void bench_case(const labkit::Case& c, double peak_tflops) {
+  const int n = int(c.n);
+  const std::vector<float4> host = make_bodies(c);
   DeviceBuffer<float4> bodies(host);
   DeviceBuffer<float3> accel{size_t(n)};
   const double interactions = double(n) * double(n);
@@ -156,9 +164,9 @@ void bench_size(int n, double peak_tflops) {
     if (reference_ms == 0) reference_ms = t.ms.median;
     const double per_second = interactions / (t.ms.median * 1e-3);
     const double tflops = flops_per_interaction * per_second / 1e12;
-    std::printf("n = 2^%-3d %-30s %9.3f ms %8.1f G interactions/s %6.2f TFLOP/s %5.1f%% of FP32 peak  ratio %5.2f  "
+    std::printf("%-10s %-30s %9.3f ms %8.1f G interactions/s %6.2f TFLOP/s %5.1f%% of FP32 peak  ratio %5.2f  "
                 "(%zu samples, +-%.2f%%)%s\n",
-                int(std::lround(std::log2(double(n)))), v.name, t.ms.median, per_second / 1e9, tflops,
+                c.name.c_str(), v.name, t.ms.median, per_second / 1e9, tflops,
                 100 * tflops / peak_tflops, reference_ms / t.ms.median, t.ms.count, 100 * t.ms.relative_error,
                 right ? "" : "  WRONG OUTPUT");
   }
@@ -166,12 +174,13 @@ void bench_size(int n, double peak_tflops) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   labkit::start_benchmark(" (the bandwidth plays no part here: N-body is compute bound)");
   const double peak = fp32_peak_tflops();
   std::printf("FP32 peak %.1f TFLOP/s (SMs x FP32 lanes x 2 x maximum clock; an H100 SXM: 132 x 128 x 2 x 1980 MHz "
               "= 66.9). TFLOP/s below = 20 x n^2 / time; ratio = reference time / time, as the grader computes it\n",
               peak);
-  for (int log_n : {14, 16, 18}) bench_size(1 << log_n, peak);
+  for (const labkit::Case& c : cases) bench_case(c, peak);
   return 0;
 }

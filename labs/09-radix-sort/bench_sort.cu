@@ -1,8 +1,9 @@
 // Lab 09 benchmark: the reference solution beside cub::DeviceRadixSort::SortKeys (the library
 // anchor) and the chapter's warp-level split sort, in Gkeys/s, and in GB/s counting what an
 // LSD sort with 8-bit digits must move (four passes, each reading and writing every key: 32
-// bytes per key), with % of the device's measured read bandwidth. Not a test: it prints numbers
-// for people to read.
+// bytes per key), with % of the device's measured read bandwidth, at the sizes of
+// datasets/09-radix-sort.yaml's performance cases. Not a test: it prints numbers for people to
+// read.
 #include "sort.h"
 
 #include <labkit/bench.h>
@@ -72,9 +73,9 @@ struct Variant {
   const DeviceBuffer<u32>* result;
 };
 
-void bench_case(const char* label, size_t n, double peak_gbps) {
-  const labkit::InputSpec spec{labkit::Distribution::uniform, 42, 0.0, 4294967295.0};
-  const std::vector<u32> input = labkit::generate<u32>(n, spec);
+void bench_case(const labkit::Case& c, double peak_gbps) {
+  const size_t n = c.n;
+  const std::vector<u32> input = labkit::generate<u32>(n, c.input);
   std::vector<u32> expected = input;
   std::sort(expected.begin(), expected.end());
 
@@ -107,7 +108,8 @@ void bench_case(const char* label, size_t n, double peak_gbps) {
     const bool right = v.result->download() == expected;
     const double gkeys = double(n) / (t.ms.median * 1e-3) / 1e9;
     const double gbps = labkit::gigabytes_per_second(bytes_per_key * double(n), t.ms.median);
-    std::printf("%-10s %-26s %10.4f ms %8.2f Gkeys/s %9.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", label,
+    std::printf("%-10s %-26s %10.4f ms %8.2f Gkeys/s %9.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n",
+                c.name.c_str(),
                 v.name, t.ms.median, gkeys, gbps, 100 * gbps / peak_gbps, t.ms.count, 100 * t.ms.relative_error,
                 right ? "" : "  WRONG OUTPUT");
   }
@@ -115,11 +117,10 @@ void bench_case(const char* label, size_t n, double peak_gbps) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   const double peak =
       labkit::start_benchmark(" (GB/s below count 32 bytes per key: 4 passes, each reading and writing every key)");
-  bench_case("n = 2^20", size_t(1) << 20, peak);
-  bench_case("n = 2^24", size_t(1) << 24, peak);
-  bench_case("n = 2^26", size_t(1) << 26, peak);
+  for (const labkit::Case& c : cases) bench_case(c, peak);
   return 0;
 }

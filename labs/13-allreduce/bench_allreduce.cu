@@ -1,8 +1,9 @@
 // Lab 13 benchmark: the reference all-reduce beside ncclAllReduce (the library anchor, one
 // process driving every GPU through ncclCommInitAll) and the starter's algorithm (equal parts,
-// synchronous peer copies, one GPU after another) with its bug fixed, at 16 MiB and 256 MiB. Each row gives the
-// time by the host's clock until every GPU is done, the bus bandwidth (NCCL's convention:
-// 2(g-1)/g x bytes / time) and its share of NCCL's. Not a test: it prints numbers for people.
+// synchronous peer copies, one GPU after another) with its bug fixed, at the sizes of
+// datasets/13-allreduce.yaml's part-1 performance cases. Each row gives the time by the host's
+// clock until every GPU is done, the bus bandwidth (NCCL's convention: 2(g-1)/g x bytes / time)
+// and its share of NCCL's. Not a test: it prints numbers for people.
 #include "allreduce.h"
 
 #include <labkit/bench.h>
@@ -108,13 +109,16 @@ struct Variant {
   AllReduce run;
 };
 
-// Every GPU's array, a pristine copy to restore before each sample (the call is in place),
-// and the expected sum with the error a float sum in any order may have.
+// Every GPU's array (GPU g's from the case's seed moved on by g), a pristine copy to restore
+// before each sample (the call is in place), and the expected sum with the error a float sum in
+// any order may have.
 struct Arrays {
-  Arrays(int gpus, size_t n) : n(n), expected(n), tolerance(n, 0.0f) {
+  Arrays(int gpus, const labkit::Case& c) : n(c.n), expected(n), tolerance(n, 0.0f) {
     std::vector<double> sum(n, 0.0), magnitude(n, 0.0);
     for (int g = 0; g < gpus; ++g) {
-      const auto host = labkit::generate<float>(n, {labkit::Distribution::uniform, uint64_t(42 + g), -1, 1});
+      labkit::InputSpec spec = c.input;
+      spec.seed += uint64_t(g);
+      const auto host = labkit::generate<float>(n, spec);
       for (size_t i = 0; i < n; ++i) sum[i] += host[i], magnitude[i] += std::fabs(host[i]);
       live.emplace_back(n, g);
       pristine.emplace_back(n, g);
@@ -148,8 +152,9 @@ struct Arrays {
   std::vector<float> expected, tolerance;
 };
 
-void bench_size(const char* label, size_t n, int gpus, std::vector<Variant>& variants) {
-  Arrays arrays(gpus, n);
+void bench_case(const labkit::Case& c, int gpus, std::vector<Variant>& variants) {
+  const size_t n = c.n;
+  Arrays arrays(gpus, c);
   const double bus_bytes = 2.0 * (gpus - 1) / gpus * double(n) * sizeof(float);
   double anchor_gbps = 0;  // the first row's (NCCL's, when built with it)
   for (const Variant& v : variants) {
@@ -162,15 +167,16 @@ void bench_size(const char* label, size_t n, int gpus, std::vector<Variant>& var
     const double bus_gbps = labkit::gigabytes_per_second(bus_bytes, t.ms.median);
     const double alg_gbps = labkit::gigabytes_per_second(double(n) * sizeof(float), t.ms.median);
     if (anchor_gbps == 0) anchor_gbps = bus_gbps;
-    std::printf("%-8s %-34s %9.4f ms  bus %7.1f GB/s  alg %7.1f GB/s  %6.1f%% of %s  (%zu samples, +-%.2f%%)%s\n",
-                label, v.name, t.ms.median, bus_gbps, alg_gbps, 100 * bus_gbps / anchor_gbps, variants[0].name,
-                t.ms.count, 100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
+    std::printf("%-16s %-34s %9.4f ms  bus %7.1f GB/s  alg %7.1f GB/s  %6.1f%% of %s  (%zu samples, +-%.2f%%)%s\n",
+                c.name.c_str(), v.name, t.ms.median, bus_gbps, alg_gbps, 100 * bus_gbps / anchor_gbps,
+                variants[0].name, t.ms.count, 100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
   }
 }
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast on the kit's machines
   labkit::start_benchmark(" (bus bandwidth: 2(g-1)/g x bytes per GPU / time)");
   const int gpus = std::min(labkit::device_count(), allreduce_max_gpus);
@@ -190,7 +196,8 @@ int main() {
   variants.push_back({"reference solution", reference_allreduce});
   variants.push_back({"starter, its parts fixed", chapter_equal_parts});
 
-  bench_size("16 MiB", size_t(4) << 20, gpus, variants);
-  bench_size("256 MiB", size_t(64) << 20, gpus, variants);
+  // Part 2's cases time mpi_allreduce in MPI ranks, which this one process does not start.
+  for (const labkit::Case& c : cases)
+    if (!labkit::runs_in_mpi_ranks(c)) bench_case(c, gpus, variants);
   return 0;
 }

@@ -1,5 +1,6 @@
 // A lab's cases as data: datasets/NN-name.yaml lists correctness and performance cases
-// with their sizes, input distributions and seeds; hidden cases are instructor-only.
+// with their sizes, input distributions and seeds; hidden cases are instructor-only. Its
+// benchmark cases are sizes only the lab's benchmark times beside the performance cases.
 #pragma once
 
 #include "labkit/generators.h"
@@ -13,7 +14,7 @@ namespace labkit {
 
 struct Case {
   std::string name;
-  std::string kind;  // "correctness" or "performance"
+  std::string kind;  // "correctness", "performance" or "benchmark"
   bool hidden = false;
   std::size_t n = 0;
   InputSpec input;
@@ -35,10 +36,17 @@ struct Dataset {
   std::string lab;
   std::vector<Case> correctness;
   std::vector<Case> performance;
+  // Never graded: a list apart, so that nothing that grades has to know to skip them.
+  std::vector<Case> benchmark;
 };
 
 // Loads a dataset file; `run_seed` (grade --seed or the instructor's secret) is mixed into
 // every case's seed, so the inputs change while the cases stay the same.
 Dataset load_dataset(const std::string& path, std::uint64_t run_seed = 0);
+
+// What a lab's benchmark times: the performance cases (the sizes the grader times) and the
+// benchmark cases, smallest n first, cases of one n in the dataset's order: the benchmark's
+// table reads as a ladder of sizes whichever list a size sits in.
+std::vector<Case> benchmark_cases(const Dataset& dataset);
 
 }  // namespace labkit
