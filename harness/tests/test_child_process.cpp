@@ -1,6 +1,6 @@
-// What the runner reads of its children from outside (harness/src/child_process.h): the GPU
+// What the runner reads of its children from outside (harness/src/runner/child_process.h): the GPU
 // device files a host holds, by which a CUDA context of its own shows.
-#include "../src/child_process.h"
+#include "../src/runner/child_process.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>

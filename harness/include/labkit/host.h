@@ -3,7 +3,7 @@
 // with a status. It holds no result channel, token, secret, expected output or reference
 // code, and it drops what it can of the machine before loading the submission
 // (labkit/sandbox.h). Each lab's host is this library plus a table of the contract's
-// functions, generated at build time from the lab's header (harness/src/host_contract.cpp.in).
+// functions, generated at build time from the lab's header (harness/src/host/host_contract.cpp.in).
 #pragma once
 
 #include "labkit/wire.h"
@@ -21,7 +21,7 @@ namespace labkit {
 
 class ImportedAllocation;
 
-// What a host and an MPI rank share (harness/src/host_mappings.cpp): a failed reply, sending a
+// What a host and an MPI rank share (harness/src/host/host_mappings.cpp): a failed reply, sending a
 // reply (the process ends quietly once the checks have gone), loading the submission's module,
 // and the loop that answers the checks' requests until they close the socket, with whatever
 // `handle` throws turned into a failed reply.

@@ -1,6 +1,6 @@
 // The contract between the grader and a lab's runner, defined once: the records the runner
 // sends on the result channel, the runner's command line, the environment variables the two
-// exchange, and the exit statuses of the runner and of `grade`. The runner (harness/src/lab.cpp)
+// exchange, and the exit statuses of the runner and of `grade`. The runner (harness/src/runner/lab.cpp)
 // writes with these and the grader (harness/grade/) reads with them; neither spells a record
 // type, a flag or a variable name by hand.
 #pragma once
