@@ -195,6 +195,11 @@ std::string lab_tiers_block(const std::string& source_root, const LabSpec& lab) 
       write_row(version, found->second);
     if (std::string(tier) == "chapter") write_steps(true);
   }
+  // A step this GPU does not rank where the lesson would (an unranked step above the chapter,
+  // say) needs its reason beside the table, or the table reads as the rubric's mistake.
+  for (const RecordedStep& recorded : tiers.steps)
+    if (recorded.step.rule == "unranked")
+      text << "\n" << folded("Not ranked against the chapter: " + recorded.step.name + ". " + recorded.step.why) << "\n";
   return text.str();
 }
 
