@@ -113,24 +113,29 @@ std::vector<std::string> expectation_problems(const std::string& expected_file,
 namespace {
 
 // Where the kit keeps each kind of a lab's files: labs/*/ (the starter), solutions/*/ (the
-// reference) and grading/policy/chapter/*/ (the chapter's technique, as its tier was recorded).
-fs::path kit_folder(const std::string& source_root, const std::string& kind) {
-  if (kind == "starter") return fs::path(source_root) / "labs";
-  if (kind == "reference") return fs::path(source_root) / "solutions";
-  if (kind == "chapter") return fs::path(source_root) / "grading" / "policy" / "chapter";
+// reference), grading/policy/chapter/*/ (the chapter's technique, as its tier was recorded)
+// and grading/policy/steps/*/STEP/ (`step STEP`: a step of the policy, as it was recorded).
+// Returns the folder of the labs' folders and the part below each lab's folder.
+std::pair<fs::path, fs::path> kit_folder(const std::string& source_root, const std::string& kind) {
+  const fs::path policy = fs::path(source_root) / "grading" / "policy";
+  if (kind == "starter") return {fs::path(source_root) / "labs", ""};
+  if (kind == "reference") return {fs::path(source_root) / "solutions", ""};
+  if (kind == "chapter") return {policy / "chapter", ""};
+  if (const std::string step = "step "; kind.rfind(step, 0) == 0 && kind.size() > step.size())
+    return {policy / "steps", kind.substr(step.size())};
   return {};
 }
 
 // The kit's copy of a lab's file NAME of that kind.
 fs::path kit_file(const std::string& source_root, const std::string& name, const std::string& kind,
                   const fs::path& expected_file) {
-  const fs::path folder = kit_folder(source_root, kind);
+  const auto [folder, below_lab] = kit_folder(source_root, kind);
   if (folder.empty())
     throw BadInput(expected_file.string() + " takes " + name + " from `" + kind +
-                   "`; the kit's files are `starter`, `reference` or `chapter`");
+                   "`; the kit's files are `starter`, `reference`, `chapter` or `step NAME`");
   std::error_code absent;
   for (const auto& lab : fs::directory_iterator(folder, absent))
-    if (fs::is_regular_file(lab.path() / name)) return lab.path() / name;
+    if (fs::is_regular_file(lab.path() / below_lab / name)) return lab.path() / below_lab / name;
   throw BadInput(expected_file.string() + " takes " + name + " from the kit, which has no such file");
 }
 

@@ -14,8 +14,9 @@
 // files: starter (or reference): grade the kit's own starters (or reference solutions) under
 // this entry's name instead of files of its own, so that the entry tests today's code and never
 // a stale copy; files: {NAME: reference, ...}: its own files, with those named taken from the
-// kit (the parts of a lab it does not attack): `starter`, `reference` or `chapter` (the
-// recorded chapter version under grading/policy/chapter/).
+// kit (the parts of a lab it does not attack): `starter`, `reference`, `chapter` (the
+// recorded chapter version under grading/policy/chapter/) or `step NAME` (a recorded step
+// under grading/policy/steps/NN-name/NAME/).
 // status: a lab status as the report spells it ("graded", "build failed", "run failed"...);
 // correctness: all, some or none of the correctness cases pass; message: text that must
 // appear in the lab's note, build log or some case's message.

@@ -145,6 +145,12 @@ TEST_SUITE("expected verdicts") {
     std::vector<grade::Submission> twins = grade::find_submissions(twin.string());
     grade::use_kit_files(twins, kit.string(), staging.string());
     CHECK(fs::exists(staging / "twin" / "allreduce.cu"));
+    fs::create_directories(kit / "grading" / "policy" / "steps" / "13-allreduce" / "one-copy");
+    std::ofstream(kit / "grading" / "policy" / "steps" / "13-allreduce" / "one-copy" / "allreduce.cu") << "// a step\n";
+    const fs::path stepped = submissions({{"step-twin", "files: {allreduce.cu: step one-copy}\nlabs:\n  \"13\": {}\n"}});
+    std::vector<grade::Submission> step_twins = grade::find_submissions(stepped.string());
+    grade::use_kit_files(step_twins, kit.string(), staging.string());
+    CHECK(std::ifstream(staging / "step-twin" / "allreduce.cu").get() == '/');
     const fs::path unknown = submissions({{"typo", "files: {mpi_allreduce.cu: starter}\nlabs: {}\n"}});
     std::vector<grade::Submission> typo = grade::find_submissions(unknown.string());
     CHECK_THROWS_AS(grade::use_kit_files(typo, kit.string(), staging.string()), grade::BadInput);
