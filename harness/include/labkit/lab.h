@@ -150,11 +150,16 @@ using PerfHint = std::function<std::string(double student_ms)>;
 
 // The least a case must do: the bytes it moves through device memory and, for compute-bound
 // labs, its floating-point operations. The grader gives no speed credit for a time below
-// either floor (the measured read bandwidth; the GPU's FP32 peak).
+// either floor (the measured read bandwidth; the GPU's FP32 peak). `shown_flops`, where a
+// lab's README counts its work another way (N-body: every body against every other, though
+// a kernel may compute each pair once), is what the reports' TFLOP/s count instead, so that
+// they read like the README and the benchmark.
 struct Work {
-  Work(double bytes_moved, double flops_done = 0) : bytes(bytes_moved), flops(flops_done) {}
+  Work(double bytes_moved, double flops_done = 0, double flops_shown = 0)
+      : bytes(bytes_moved), flops(flops_done), shown_flops(flops_shown) {}
   double bytes;
   double flops;
+  double shown_flops;
 };
 
 // What a lab's lesson requires of a correct call beyond its answer, judged from the

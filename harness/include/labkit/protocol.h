@@ -72,8 +72,8 @@ struct PerformanceRecord {
 };
 
 // What bounds a timed case, as every report shows it: for a case whose record names its
-// floating-point work ("flops": the compute-bound labs 04 and 08), the rate against the GPU's
-// FP32 peak; for the rest, the bandwidth against the measured read bandwidth. `side` is one of
+// floating-point work ("flops": the compute-bound labs 04 and 08; "flops_shown" where the lab
+// counts it as its README does, labkit/lab.h's Work), the rate against the GPU's FP32 peak; for the rest, the bandwidth against the measured read bandwidth. `side` is one of
 // the measurement's timings ("student", "reference", "anchor").
 struct Throughput {
   bool compute_bound = false;

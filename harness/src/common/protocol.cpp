@@ -20,7 +20,8 @@ std::string module_variable(const std::string& module_name) {
 
 Throughput throughput(const nlohmann::json& measurement, const nlohmann::json& side) {
   const double ms = side.value("median_ms", 0.0);
-  const double flops = measurement.value("flops", 0.0), peak_gflops = measurement.value("peak_fp32_gflops", 0.0);
+  const double flops = measurement.value("flops_shown", measurement.value("flops", 0.0));
+  const double peak_gflops = measurement.value("peak_fp32_gflops", 0.0);
   if (flops > 0 && peak_gflops > 0 && ms > 0) {
     const double gflops = flops / (ms * 1e6);
     return {true, gflops / 1e3, 100.0 * gflops / peak_gflops};

@@ -216,6 +216,7 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   const double peak = peak_read_gbps();
   record["peak_read_gbps"] = peak;
   if (work.flops > 0) record.update({{"flops", work.flops}, {"peak_fp32_gflops", current_device().peak_fp32_gflops}});
+  if (work.shown_flops > 0) record["flops_shown"] = work.shown_flops;
   // Nothing of the submission's may run while the reference is timed: no process, no thread.
   if (s.student) s.student->stop();
   share_timing_cpu();
