@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -268,15 +269,27 @@ std::string trimmed(const std::string& line) {
 
 }  // namespace
 
+// What lab NN's benchmark printed on the recorded GPU, as saved (docs/benchmarks/NN-name.txt):
+// the one home of the numbers a README's "Reference numbers" show.
+std::string bench_block(const std::string& source_root, const LabSpec& lab) {
+  const fs::path saved = fs::path(benchmarks_folder) / (lab.dir + ".txt");
+  std::ifstream in(fs::path(source_root) / saved);
+  if (!in) return "Not recorded yet: `" + std::string(record_benchmarks_command) + " " + lab.id + "` on a GPU saves it.";
+  const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return folded("What `build/labs/lab-" + lab.dir + "-bench` printed, as saved in `" + saved.string() + "` (`" +
+                record_benchmarks_command + "` saves it again on a GPU):") +
+         "\n\n```text\n" + output + (output.empty() || output.back() == '\n' ? "" : "\n") + "```";
+}
+
 std::string render_block(const std::string& source_root, const std::vector<LabSpec>& catalog,
                          const std::string& block) {
   const std::size_t space = block.find(' ');
   const std::string kind = block.substr(0, space), argument = space == std::string::npos ? "" : block.substr(space + 1);
   if (kind == "tiers" && argument == "all") return all_tiers_block(source_root, catalog);
-  if (kind == "tiers")
+  if (kind == "tiers" || kind == "bench")
     for (const LabSpec& lab : catalog)
-      if (lab.id == argument) return lab_tiers_block(source_root, lab);
-  throw BadInput("no such block: `" + block + "` (the kit renders `tiers NN` for a lab and `tiers all`)");
+      if (lab.id == argument) return kind == "tiers" ? lab_tiers_block(source_root, lab) : bench_block(source_root, lab);
+  throw BadInput("no such block: `" + block + "` (the kit renders `tiers NN` and `bench NN` for a lab, and `tiers all`)");
 }
 
 Refreshed refresh_text(const std::string& text, const std::function<std::string(const std::string&)>& render) {

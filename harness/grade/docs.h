@@ -10,7 +10,8 @@
 //   tiers NN    what lab NN's starter, chapter version and reference earn, case by case, with
 //               each of its steps (versions.yaml) that has a record
 //   tiers all   every lab's three totals, and its recorded steps' totals
-// Each is rendered from the policy records (policy.h) scored under today's rubrics, so a
+//   bench NN    what lab NN's benchmark printed on the recorded GPU (docs/benchmarks/)
+// The tiers are rendered from the policy records (policy.h) scored under today's rubrics, so a
 // rubric change that moves a figure makes its block stale as well.
 #pragma once
 
@@ -26,6 +27,11 @@ namespace grade::docs {
 
 // The command that brings every block up to date, as a stale block's message names it.
 inline constexpr const char* refresh_command = "./grade docs";
+
+// Each lab's saved benchmark output, NN-name.txt, relative to the kit's root, and the command
+// that saves it on a GPU.
+inline constexpr const char* benchmarks_folder = "docs/benchmarks";
+inline constexpr const char* record_benchmarks_command = "grading/tools/record-benchmarks.sh";
 
 // How the tables name each lab, its three versions and its steps (words, no numbers), relative
 // to the kit's root; a lab or version it leaves out gets a plain name.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace fs = std::filesystem;
@@ -88,5 +89,16 @@ TEST_SUITE("docs") {
     CHECK(block.find("| the starter |") != std::string::npos);
     CHECK(block.find("`grading/policy/chapter/01-histogram/`") != std::string::npos);
     CHECK(block.find("| **100** |") != std::string::npos);
+  }
+
+  TEST_CASE("a lab's bench block is its saved benchmark output, verbatim in a text block") {
+    const auto catalog = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
+    const std::string block = grade::docs::render_block(LABKIT_TEST_SOURCE_ROOT, catalog, "bench 06");
+    std::ifstream saved(std::string(LABKIT_TEST_SOURCE_ROOT) + "/docs/benchmarks/06-scan.txt");
+    std::string first_line;
+    REQUIRE(std::getline(saved, first_line));
+    CHECK(block.find("```text\n" + first_line + "\n") != std::string::npos);
+    CHECK(block.find("`docs/benchmarks/06-scan.txt`") != std::string::npos);
+    CHECK(block.substr(block.size() - 3) == "```");
   }
 }
