@@ -90,7 +90,7 @@ TEST_SUITE("protocol") {
     arguments.reference = "/b/lab-01-histogram-solution.so";
     arguments.dataset = "/k/datasets/01-histogram.yaml";
     arguments.thresholds = {{"uniform-100MiB", 0.25, 0.9}, {"odd:name", 0.1, 1}};
-    arguments.calibration_dir = "/k/grading/calibration";
+    arguments.calibration_dir = "/k/build/calibration";
     arguments.kit_fingerprint = "abc123";
     arguments.forbidden_libraries = {"libcublas", "libnccl"};
     arguments.host_wrapper = {"/cuda/bin/compute-sanitizer", "--tool=memcheck", "--log-file=/l/memcheck-{start}.log"};

@@ -239,8 +239,8 @@ struct PerfState {
         d_out(n), expected(n) {}
 
   // Every draw takes a fresh seed, so a case of the same size and distribution can reuse the
-  // buffers with its own `rounds`: pinning and unpinning five 256 MiB host buffers costs about
-  // as much as timing a case.
+  // buffers with its own `rounds`: pinning five 256 MiB host buffers again for each case would
+  // only add to the time the GPU is held alone for timing.
   bool fits(const Case& c) const {
     return c.n == n && c.input.distribution == input.distribution && c.input.lo == input.lo &&
            c.input.hi == input.hi && c.input.distinct == input.distinct && c.input.strays == input.strays;
