@@ -19,6 +19,14 @@ namespace labkit {
 // count, sum or float is made of them, so output a function failed to write is caught.
 constexpr int poison_byte = 0xA5;
 
+// `count` elements of device memory (the current device's, or reachable from it), on the host.
+template <class T>
+std::vector<T> download(const T* device_data, std::size_t count) {
+  std::vector<T> host(count);
+  if (count > 0) CUDA_CHECK(cudaMemcpy(host.data(), device_data, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return host;
+}
+
 template <class T>
 class DeviceBuffer {
 public:
@@ -58,10 +66,8 @@ public:
     CUDA_CHECK(cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice));
   }
   std::vector<T> download() const {
-    std::vector<T> host(count_);
     const DeviceScope scope(device_);
-    CUDA_CHECK(cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
-    return host;
+    return labkit::download(data_, count_);
   }
   // `stream` must belong to the buffer's device (the default: its legacy stream).
   void poison(cudaStream_t stream = nullptr) {

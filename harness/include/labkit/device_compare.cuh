@@ -28,13 +28,6 @@ __global__ void count_wrong_kernel(std::size_t count, IsWrong is_wrong, unsigned
   if (threadIdx.x % 32 == 0 && local > 0) atomicAdd(wrong, local);
 }
 
-template <class T>
-std::vector<T> download_array(const T* device_data, std::size_t count) {
-  std::vector<T> host(count);
-  if (count > 0) CUDA_CHECK(cudaMemcpy(host.data(), device_data, count * sizeof(T), cudaMemcpyDeviceToHost));
-  return host;
-}
-
 }  // namespace detail
 
 // How many of the elements 0..count-1 `is_wrong(i)` (a functor callable on the device) finds
@@ -71,7 +64,7 @@ Comparison compare_exact_on_device(const T* expected, const T* actual, std::size
     same.checked = count;
     return same;
   }
-  return compare_exact(detail::download_array(expected, count), detail::download_array(actual, count));
+  return compare_exact(download(expected, count), download(actual, count));
 }
 
 }  // namespace labkit
