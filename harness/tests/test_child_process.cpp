@@ -1,5 +1,6 @@
 // What the runner reads of its children from outside (harness/src/runner/child_process.h): the GPU
-// device files a host holds, by which a CUDA context of its own shows.
+// device files a host holds, by which a CUDA context of its own shows; and which buffers a
+// call hands a child to map.
 #include "../src/runner/child_process.h"
 
 #include <doctest/doctest.h>
@@ -21,4 +22,20 @@ TEST_CASE("only the GPUs' own device files count, not the control or UVM files")
   CHECK(labkit::child::gpu_device_files(folder.string()) == 3);
   fs::remove_all(folder);
   CHECK(labkit::child::gpu_device_files(folder.string()) == 0);  // a process that has ended
+}
+
+TEST_CASE("a call's buffers are mapped once each: values and buffers already mapped are skipped") {
+  labkit::wire::Request call;
+  const auto pointer = [](std::uint64_t id) {
+    labkit::wire::Argument argument;
+    argument.kind = labkit::wire::ArgumentKind::pointer;
+    argument.bits = id;
+    return argument;
+  };
+  labkit::wire::Argument value;
+  value.bits = 9;  // a value whose bits equal an id is still a value
+  const labkit::wire::Argument arguments[] = {pointer(7), value, pointer(8), pointer(7), pointer(5)};
+  for (const auto& argument : arguments) call.arguments[call.argument_count++] = argument;
+  CHECK(labkit::child::buffers_to_map(call, {5}) == std::vector<std::uint64_t>{7, 8});
+  CHECK(labkit::child::buffers_to_map(call, {5, 7, 8}).empty());
 }

@@ -1,8 +1,11 @@
 #include "child_process.h"
 
+#include "labkit/shared_memory.h"
+
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -82,6 +85,42 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
   for (auto& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
+}
+
+std::vector<std::uint64_t> buffers_to_map(const wire::Request& call, const std::set<std::uint64_t>& mapped) {
+  std::vector<std::uint64_t> ids;
+  for (std::uint32_t i = 0; i < call.argument_count && i < std::uint32_t(wire::max_arguments); ++i) {
+    const wire::Argument& argument = call.arguments[i];
+    const bool known = mapped.count(argument.bits) || std::find(ids.begin(), ids.end(), argument.bits) != ids.end();
+    if (argument.kind == wire::ArgumentKind::pointer && !known) ids.push_back(argument.bits);
+  }
+  return ids;
+}
+
+std::vector<std::uint64_t> freed_buffers(const std::set<std::uint64_t>& mapped) {
+  std::vector<std::uint64_t> ids;
+  for (const std::uint64_t id : mapped)
+    if (!shared_allocation_live(id)) ids.push_back(id);
+  return ids;
+}
+
+MapRequest map_request(std::uint64_t id) {
+  const ExportedAllocation exported = export_shared(id);
+  MapRequest map;
+  map.request.op = wire::Op::map;
+  map.request.id = id;
+  map.request.bytes = exported.bytes;
+  map.request.memory = std::uint32_t(exported.kind);
+  map.request.device = exported.device;
+  map.fd = exported.fd;
+  return map;
+}
+
+wire::Request unmap_request(std::uint64_t id) {
+  wire::Request unmap;
+  unmap.op = wire::Op::unmap;
+  unmap.id = id;
+  return unmap;
 }
 
 }  // namespace labkit::child

@@ -4,8 +4,12 @@
 // grader's (no secret, no result channel, no token).
 #pragma once
 
+#include "labkit/wire.h"
+
 #include <sys/types.h>
 
+#include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +40,21 @@ int timing_cpu();
 // GPU device files (/dev/nvidia0, /dev/nvidia1...; not nvidiactl or nvidia-uvm) held open by
 // the process whose descriptors `fd_folder` lists (/proc/PID/fd).
 int gpu_device_files(const std::string& fd_folder);
+
+// The shared buffers (labkit/shared_memory.h) a child maps: before a call, each pointer
+// argument of `call` that is not in `mapped` yet, once; after the checks free a buffer, it
+// leaves the child too, or the child would keep its memory.
+std::vector<std::uint64_t> buffers_to_map(const wire::Request& call, const std::set<std::uint64_t>& mapped);
+std::vector<std::uint64_t> freed_buffers(const std::set<std::uint64_t>& mapped);
+
+// The request that maps shared buffer `id` in a child, with the descriptor that travels beside
+// it (the sender closes it once sent), and the one that unmaps it.
+struct MapRequest {
+  wire::Request request;
+  int fd = -1;
+};
+MapRequest map_request(std::uint64_t id);
+wire::Request unmap_request(std::uint64_t id);
 
 // Confines process `pid` (0: this one) to `cpu`, or to every CPU it may use but `cpu`.
 void pin_to_cpu(pid_t pid, int cpu);

@@ -251,38 +251,23 @@ wire::Reply RankGroup::receive(int index, double seconds, const char* doing) {
 }
 
 void RankGroup::map_buffers(Rank& rank, int index, const wire::Request& request) {
-  for (std::uint32_t i = 0; i < request.argument_count && i < std::uint32_t(wire::max_arguments); ++i) {
-    const wire::Argument& argument = request.arguments[i];
-    if (argument.kind != wire::ArgumentKind::pointer || rank.mapped.count(argument.bits)) continue;
-    wire::Request map;
-    map.op = wire::Op::map;
-    map.id = argument.bits;
-    const ExportedAllocation exported = export_shared(map.id);
-    map.bytes = exported.bytes;
-    map.memory = std::uint32_t(exported.kind);
-    map.device = exported.device;
-    send(rank, index, map, exported.fd);
-    close(exported.fd);
+  for (const std::uint64_t id : child::buffers_to_map(request, rank.mapped)) {
+    const child::MapRequest map = child::map_request(id);
+    send(rank, index, map.request, map.fd);
+    close(map.fd);
     const wire::Reply reply = receive(index, options_.call_seconds, "while mapping a buffer");
     if (reply.status != wire::Status::ok)
       fail("rank " + std::to_string(index) + ": mapping a buffer failed: " + reply.message);
-    rank.mapped.insert(map.id);
+    rank.mapped.insert(id);
   }
 }
 
 // Buffers the checks freed since the last call leave the ranks too.
 void RankGroup::unmap_freed(Rank& rank, int index) {
-  for (auto it = rank.mapped.begin(); it != rank.mapped.end();) {
-    if (shared_allocation_live(*it)) {
-      ++it;
-      continue;
-    }
-    wire::Request unmap;
-    unmap.op = wire::Op::unmap;
-    unmap.id = *it;
-    send(rank, index, unmap);
+  for (const std::uint64_t id : child::freed_buffers(rank.mapped)) {
+    send(rank, index, child::unmap_request(id));
     receive(index, options_.call_seconds, "while releasing a buffer");
-    it = rank.mapped.erase(it);
+    rank.mapped.erase(id);
   }
 }
 

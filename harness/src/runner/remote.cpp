@@ -280,37 +280,21 @@ wire::Reply HostProcess::receive(double seconds, const char* doing) {
 }
 
 void HostProcess::map_buffers(const wire::Request& request) {
-  for (std::uint32_t i = 0; i < request.argument_count && i < std::uint32_t(wire::max_arguments); ++i) {
-    const wire::Argument& argument = request.arguments[i];
-    if (argument.kind != wire::ArgumentKind::pointer || mapped_.count(argument.bits)) continue;
-    wire::Request map;
-    map.op = wire::Op::map;
-    map.id = argument.bits;
-    const ExportedAllocation exported = export_shared(map.id);
-    map.bytes = exported.bytes;
-    map.memory = std::uint32_t(exported.kind);
-    map.device = exported.device;
-    send(map, exported.fd);
-    close(exported.fd);
+  for (const std::uint64_t id : child::buffers_to_map(request, mapped_)) {
+    const child::MapRequest map = child::map_request(id);
+    send(map.request, map.fd);
+    close(map.fd);
     const wire::Reply reply = receive(options_.call_seconds, "while mapping a buffer");
     if (reply.status != wire::Status::ok) throw SubmissionFailure(std::string("mapping a buffer failed: ") + reply.message);
-    mapped_.insert(map.id);
+    mapped_.insert(id);
   }
 }
 
-// Buffers freed since the last call leave the host too, or it would keep their memory.
 void HostProcess::unmap_freed() {
-  for (auto it = mapped_.begin(); it != mapped_.end();) {
-    if (shared_allocation_live(*it)) {
-      ++it;
-      continue;
-    }
-    wire::Request unmap;
-    unmap.op = wire::Op::unmap;
-    unmap.id = *it;
-    send(unmap);
+  for (const std::uint64_t id : child::freed_buffers(mapped_)) {
+    send(child::unmap_request(id));
     receive(options_.call_seconds, "while releasing a buffer");
-    it = mapped_.erase(it);
+    mapped_.erase(id);
   }
 }
 
