@@ -300,8 +300,10 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       slots.push_back({job, result_fingerprint(job, toolchain, options.grade)});
     }
 
-  // Labs that need several GPUs run one at a time on all of them (their own queue); the
-  // GPU locks then keep every other lab's timing off those GPUs while theirs runs.
+  // Labs that need several GPUs run one at a time on all of them (their own queue), after
+  // every one-GPU run has ended: a one-GPU run that spins or hangs on a GPU would otherwise
+  // slow their checks past their time limit, so their verdict would depend on what else the
+  // class handed in and on how many GPUs the machine has.
   const int gpu_count = std::max(1, options.gpu_count);
   auto needs_several = [](const Slot& slot) { return slot.job.lab->min_gpus > 1; };
   const bool several_gpu_labs = std::any_of(labs.begin(), labs.end(), [](const LabSpec& l) { return l.min_gpus > 1; });
@@ -362,11 +364,11 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
   for (int w = 0; w < std::max(1, options.build_workers); ++w) builders.emplace_back(builder);
   for (int w = 0; w < gpu_count * std::max(1, options.runs_per_gpu); ++w)
     gpus.emplace_back(gpu_worker, std::ref(run_queue), w % gpu_count);
-  if (several_gpu_labs) gpus.emplace_back(gpu_worker, std::ref(several_gpu_queue), -1);
   for (auto& t : builders) t.join();
   run_queue.close();
   several_gpu_queue.close();
   for (auto& t : gpus) t.join();
+  if (several_gpu_labs) gpu_worker(several_gpu_queue, -1);
   finished = true;
   ticker.join();
   progress.summary();
