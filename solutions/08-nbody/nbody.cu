@@ -36,8 +36,8 @@
 //      end of the tile the four copies are added and sent to a float4 scratch array with one
 //      vector atomic (red.global.add.v4.f32) per body, in scratch memory allocated once per
 //      device and kept between calls; a last kernel writes the float3 output.
-// From 2^16 on that is about 1.4-1.5x the one-way kernel; below 2^16 the pairs do not fill the
-// GPU and the one-way kernel is kept (the measurements: docs/references.md).
+// From 2^16 on that beats the one-way kernel; below 2^16 the pairs do not fill the GPU and the
+// one-way kernel is kept (the measurements: docs/design/08-nbody.md).
 #include "nbody.h"
 
 namespace {
