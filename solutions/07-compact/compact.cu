@@ -18,7 +18,7 @@
 // docs/design/07-compact.md):
 // - The compaction kernel asks for 4 blocks of 256 per SM (__launch_bounds__(256, 4): at most
 //   64 registers). Left to the compiler, the same kernel can take 72 registers (3 blocks per
-//   SM) and runs 7-8% slower, so the occupancy should not rest on the compiler's choice.
+//   SM) and runs slower, so the occupancy should not rest on the compiler's choice.
 // - The split counts in the same launch as it selects. The first tickets of the tile counter
 //   count the positives, reading the input from the back to the front, so that the front,
 //   where the first select tiles read, is what L2 holds last; the later tickets select as in
