@@ -3,7 +3,7 @@
 // Over the chapter's shared-memory kernel it changes three things:
 //  1. Wide loads: each thread reads 16 bytes at a time, eight loads in flight, so the memory
 //     system sees few, large, coalesced requests (the chapter read one byte per thread). The
-//     loads are marked streaming (evict first): at 100 MiB that is worth about 8% over plain
+//     loads are marked streaming (evict first): at 100 MiB that is faster than plain
 //     loads, because a line read then evicts another streamed line rather than one of the
 //     dirty lines that the L2 flush before every timed call leaves behind.
 //  2. One copy of the histogram per lane, interleaved: bin b of lane l lives at word
@@ -17,7 +17,7 @@
 //     zeroes the shared bins, so the zeroing runs under their latency.
 // At 100 MiB the kernel runs within a few percent of one that only reads the input with the
 // same launch shape: launch, ramp-up and the write-back of the dirty lines the L2 flush leaves
-// cost the rest. The measurements, and the shapes tried before this one: docs/references.md.
+// cost the rest. The measurements, and the shapes tried before this one: docs/design/01-histogram.md.
 #include "histogram.h"
 
 namespace {

@@ -23,7 +23,7 @@
 // full read: no sample pass and no barrier before the read, and the prefilter's bound comes
 // from data the read fetches anyway. A register-resident bitonic sort of the winners (8 keys
 // per thread, shuffles) measured slower, so it is not used. The times, where each call's
-// microseconds go, and a sampled-threshold design that lost: docs/references.md.
+// microseconds go, and a sampled-threshold design that lost: docs/design/03-top-k.md.
 #include "topk.h"
 
 #include <cooperative_groups.h>

@@ -24,7 +24,7 @@
 // stores. Problems that give fewer 128x128 tiles than there are SMs (1024x2048: 128 tiles for
 // 132 SMs) use 64x128 blocks with an 8x8 patch per lane and depth 16 instead.
 // Against cublasSgemm in FP32, and the warp shapes, depths and block sizes it beat:
-// docs/references.md.
+// docs/design/04-matmul.md.
 #include "sgemm.h"
 
 #include <cstdint>

@@ -14,7 +14,7 @@
 // each input row in registers as it streams down the image and keeps the column sums in
 // registers, so the intermediate image never reaches memory: it runs close to a
 // device-to-device copy of the image, several times faster than the 2-D kernel above with the
-// outer product as its filter or the chapter's two tiled passes (docs/references.md, with the
+// outer product as its filter or the chapter's two tiled passes (docs/design/05-convolution.md, with the
 // 2-D designs tried for the 5 x 5 filter).
 #include "conv2d.h"
 

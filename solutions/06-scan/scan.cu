@@ -18,9 +18,9 @@ namespace {
 using u32 = uint32_t;
 using u64 = unsigned long long;
 
-// H100: 512 threads with eight uint4 loads each (64 KiB of input per tile in flight) beat
-// cub::DeviceScan from 2^20 to 2^28 elements; with 256 threads and four loads each, the scan
-// ran 11% behind CUB at 2^28 (a sweep of 128-512 threads x 2-8 loads: docs/references.md).
+// H100: 512 threads with eight uint4 loads each (64 KiB of input per tile in flight) won a
+// sweep of 128-512 threads x 2-8 loads; with 256 threads and four loads each the scan ran
+// behind cub::DeviceScan at 2^28 (the sweep: docs/design/06-scan.md).
 struct ScanTuning {
   static constexpr int threads_per_block = 512;
   static constexpr int vectors_per_thread = 8;  // uint4 loads (4 elements each) per thread

@@ -15,10 +15,10 @@
 // from the end and so reverses them (not stable).
 //
 // Beyond the chapter (a sweep of tile shapes and their variants beside CUB, with its numbers:
-// docs/references.md):
+// docs/design/07-compact.md):
 // - The compaction kernel asks for 4 blocks of 256 per SM (__launch_bounds__(256, 4): at most
 //   64 registers). Left to the compiler, the same kernel can take 72 registers (3 blocks per
-//   SM) and runs 7-8% slower, so the occupancy should not rest on the compiler's choice.
+//   SM) and runs slower, so the occupancy should not rest on the compiler's choice.
 // - The split counts in the same launch as it selects. The first tickets of the tile counter
 //   count the positives, reading the input from the back to the front, so that the front,
 //   where the first select tiles read, is what L2 holds last; the later tickets select as in
@@ -43,7 +43,7 @@ constexpr unsigned full_mask = 0xffffffffu;
 constexpr int row_items = warp_size * 4;  // one float4 per lane: 512 contiguous bytes
 
 // One block shape for both kernels: 256 threads of 8 float4 loads, the fastest of a sweep of
-// 128-512 threads x 2-8 loads for each (docs/references.md).
+// 128-512 threads x 2-8 loads for each (docs/design/07-compact.md).
 constexpr int block_threads = 256;
 constexpr int block_warps = block_threads / warp_size;
 constexpr int slice_rows = 8;                                   // float4 loads per thread

@@ -18,9 +18,9 @@
 //   5. The last tile is padded with zero-mass bodies, so no thread reads past n and the inner
 //      loop needs no bounds check: a zero mass contributes exactly zero.
 // That kernel is bound by instruction issue: 12 FP32 instructions and a MUFU per interaction
-// cap it at 12/13 of the FP32 peak's instruction rate, 75% by the 20-FLOP convention, and it
-// reaches 58-60% at 2^16 and 2^18 whatever the tuning (H100: 4 or 8 bodies per thread, 64 to
-// 256 threads, unroll 4 to 16: all between 57.6% and 59.9%, SM clock at 1980 MHz throughout).
+// cap it at 12/13 of the FP32 peak's instruction rate, and no tuning moves it far from where it
+// is (H100: 2, 4 or 8 bodies per thread, 64 to 256 threads, unroll 4 to 16 all land within a
+// couple of points of each other; the runs: docs/design/08-nbody.md).
 //
 // From 2^16 bodies on, each pair is computed once (Newton's third law: the pull of i on j is
 // minus m_i/m_j times that of j on i), which halves the arithmetic:
@@ -36,8 +36,8 @@
 //      end of the tile the four copies are added and sent to a float4 scratch array with one
 //      vector atomic (red.global.add.v4.f32) per body, in scratch memory allocated once per
 //      device and kept between calls; a last kernel writes the float3 output.
-// From 2^16 on that is about 1.4-1.5x the one-way kernel; below 2^16 the pairs do not fill the
-// GPU and the one-way kernel is kept (the measurements: docs/references.md).
+// From 2^16 on that beats the one-way kernel; below 2^16 the pairs do not fill the GPU and the
+// one-way kernel is kept (the measurements: docs/design/08-nbody.md).
 #include "nbody.h"
 
 namespace {
@@ -146,7 +146,7 @@ struct PairsOnce {
   static constexpr int group_bodies = threads_per_block * bodies_per_thread;  // bodies i per block
   static constexpr int tile_bodies = threads_per_block;                       // bodies j per tile
   static constexpr int warps = threads_per_block / 32;
-  static constexpr int chunk_bodies = 1024;  // bodies j per block: H100, 2^18: 1024 86%, 4096 85%, 16384 80%
+  static constexpr int chunk_bodies = 1024;  // bodies j per block: the fastest of 1024, 4096, 16384 on the H100
   static constexpr int min_blocks_per_sm = 3;
   static_assert(chunk_bodies % tile_bodies == 0, "a chunk is whole tiles");
   static_assert((tile_bodies & (tile_bodies - 1)) == 0, "the step's rotation wraps with a mask");
@@ -256,8 +256,9 @@ __global__ void float4_to_float3_kernel(const float4* __restrict__ sums, int n, 
 }
 
 // The float4 sums, NBODY_MAX_BODIES of them, allocated on the first call on each device and
-// kept: allocating per call (cudaMallocAsync) cost 0.13 ms at 2^16 when the pool handed its
-// memory back between calls. Null when it cannot be had.
+// kept: allocated per call (cudaMallocAsync), it cost time the events did not show, since the
+// pool handed its memory back between calls (docs/design/08-nbody.md). Null when it cannot be
+// had.
 float4* pairs_scratch() {
   constexpr int max_devices = 64;
   static float4* scratch[max_devices] = {};

@@ -19,7 +19,7 @@
 // with tiles of 9216 keys).
 //
 // Where the speed comes from, each step faster than the one before it (each timed beside
-// cub::DeviceRadixSort::SortKeys; the table, and the steps that lost: docs/references.md):
+// cub::DeviceRadixSort::SortKeys; the table, and the steps that lost: docs/design/09-radix-sort.md):
 //   - counts published before ranking, and each pass clearing the next one's look-back status
 //     instead of a memset;
 //   - the look-back reads 4 predecessors at once (a walk over aggregates pays one L2 round
@@ -48,7 +48,7 @@ constexpr int warp_size = 32;
 constexpr unsigned full_mask = 0xffffffffu;
 static_assert(passes % 2 == 0, "the passes alternate buffers: an even count leaves the keys in d_keys");
 
-// The pass kernel's shape, measured against other shapes (docs/references.md).
+// The pass kernel's shape, measured against other shapes (docs/design/09-radix-sort.md).
 // A larger tile spreads each tile's fixed work (counting, scans, look-back, barriers) over
 // more keys and leaves longer runs of each digit for the scatter; it must fit the 48 KiB of
 // static shared memory (itself, and one row of counters per warp). Three blocks per SM keep
@@ -174,7 +174,7 @@ __device__ u32 exclusive_scan_over_digits(u32 x, u32* s_warp_totals) {
 // inverted in the lanes where it is 0. In PTX because on sm_90 the C++ form (a select between
 // the ballot and its complement) compiled to seven instructions per bit; this is a vote and a
 // predicated not, and ptxas tests several bits of the digit at once (R2P). Measured: the
-// whole sort 20% faster (docs/references.md).
+// whole sort faster by the largest of its steps (docs/design/09-radix-sort.md).
 __device__ __forceinline__ unsigned lanes_agreeing_on(u32 digit, u32 bit_mask) {
   unsigned agree;
   asm("{\n\t"
@@ -457,7 +457,7 @@ unsigned histogram_blocks(size_t n, int sms) {
 }
 
 // The whole sort, for any pass-kernel shape (the experiments that timed other shapes:
-// docs/references.md).
+// docs/design/09-radix-sort.md).
 template <class Tuning>
 void onesweep_radix_sort(u32* d_keys, size_t n, void* d_temp, size_t temp_bytes, cudaStream_t stream) {
   if (n <= 1) return;  // already sorted

@@ -34,8 +34,8 @@
 namespace {
 
 constexpr int threads = 256;                  // every kernel's block
-constexpr int min_blocks_per_sm = 4;          // caps registers at 64: 4 blocks per SM, not 3
-                                              // (2.32 ms instead of 2.54 at 2^24 on the H100)
+constexpr int min_blocks_per_sm = 4;          // caps registers at 64: 4 blocks per SM, not 3,
+                                              // faster on the H100 (docs/design/10-quicksort.md)
 constexpr int warps = threads / 32;
 constexpr int rows = 16;                      // keys per thread in a partition tile
 constexpr unsigned tile = threads * rows;     // 4096 keys per block and step

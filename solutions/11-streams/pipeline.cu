@@ -17,9 +17,9 @@
 //     drain short, large ones in the middle keep the chunk count (25 at 64Mi pixels) low.
 //     The end ramp is gentle because a kernel nearly as slow as the copies (the balanced
 //     case) falls behind when each chunk is half its predecessor, and must then work off
-//     the backlog after the last copy in: halving, it ran at 1.09-1.14 x the bound.
+//     the backlog after the last copy in: halving, it ran further above the bound.
 // It comes within a few percent of the slowest stage alone, ahead of the chapter's loop at
-// every chunk count tried (docs/references.md). Where the copies limit, most of what is left
+// every chunk count tried (docs/design/11-streams.md). Where the copies limit, most of what is left
 // is the link: copies in slow down while copies out share it.
 #include "pipeline.h"
 
