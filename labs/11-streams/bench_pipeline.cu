@@ -4,8 +4,14 @@
 // through pageable memory, the chapter's four streams with few and with more chunks, the
 // chapter's chunks with a stream per stage, and the reference solution, each as ms, x the
 // bound (the lab's goal: at most 1.15) and the grader's ratio (reference time / its time).
+// Part 2's cases (those with `steps`): the chain launched one kernel per step (the starter, the
+// anchor the checks time a submission against), a graph captured and instantiated in every call,
+// and the reference's graph kept and replayed, each as ms, microseconds per step and the
+// speed-up over one launch per step (the grader's ratio for part 2).
 // Other sizes: --dataset with a file of one's own.
-// No library does this job, so the bound is the anchor. Not a test: it prints numbers.
+// No library does either job, so the bound and the per-step launches are the anchors. Not a
+// test: it prints numbers.
+#include "chapter_chain.cuh"
 #include "pipeline.h"
 
 #include <labkit/bench.h>
@@ -199,11 +205,78 @@ void bench_case(const labkit::Case& c) {
   for (cudaStream_t s : streams) cudaStreamDestroy(s);
 }
 
+// ---- part 2: launch cost ----------------------------------------------------------------------
+
+struct ChainJob {
+  size_t n;
+  int steps;
+  DeviceBuffer<uint32_t> d_in, d_out, d_work;
+};
+
+// The chain captured into a graph, instantiated, launched and destroyed in one call: what a
+// first try at graphs often does, paying for the capture and the instantiation every time.
+void graph_every_call(ChainJob& job, cudaStream_t capture_stream, cudaStream_t stream) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal);
+  chapter_chain::mix_chain_per_step(job.d_in.data(), job.d_out.data(), job.d_work.data(), job.n, job.steps,
+                                    capture_stream);
+  cudaStreamEndCapture(capture_stream, &graph);
+  cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphLaunch(exec, stream);
+  cudaGraphExecDestroy(exec);  // destruction waits for nothing: the launch still runs
+  cudaGraphDestroy(graph);
+}
+
+void bench_chain_case(const labkit::Case& c) {
+  const char* label = c.name.c_str();
+  const int steps = int(c.integer("steps"));
+  ChainJob job{c.n, steps, DeviceBuffer<uint32_t>(labkit::generate<uint32_t>(c.n, c.input)),
+               DeviceBuffer<uint32_t>(c.n), DeviceBuffer<uint32_t>(c.n)};
+  // The expected chain from the per-step launches (the checks hold those to the CPU).
+  chapter_chain::mix_chain_per_step(job.d_in.data(), job.d_out.data(), job.d_work.data(), job.n, steps, nullptr);
+  const std::vector<uint32_t> expected = job.d_out.download();
+  std::printf("%-22s %d steps over %zu elements (%.0f KiB)\n", label, steps, c.n, c.n * sizeof(uint32_t) / 1024.0);
+
+  cudaStream_t capture_stream = nullptr;
+  cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking);
+  using ChainVariant = std::function<void(ChainJob&, cudaStream_t)>;
+  const struct {
+    const char* name;
+    ChainVariant run;
+  } variants[] = {
+      {"starter: one launch per step",
+       [](ChainJob& j, cudaStream_t s) {
+         chapter_chain::mix_chain_per_step(j.d_in.data(), j.d_out.data(), j.d_work.data(), j.n, j.steps, s);
+       }},
+      {"graph built in every call",
+       [capture_stream](ChainJob& j, cudaStream_t s) { graph_every_call(j, capture_stream, s); }},
+      {"reference solution: graph kept",
+       [](ChainJob& j, cudaStream_t s) {
+         mix_chain(j.d_in.data(), j.d_out.data(), j.d_work.data(), j.n, j.steps, s);
+       }},
+  };
+  std::vector<double> ms;
+  std::vector<bool> right;
+  for (const auto& v : variants) {
+    labkit::TimedCall call;
+    call.launch = [&](cudaStream_t stream) { v.run(job, stream); };
+    call.prepare = [&](int) { job.d_out.poison(); };
+    ms.push_back(labkit::time_call(call).ms.median);  // events on the stream: all the work is on it
+    right.push_back(job.d_out.download() == expected);
+  }
+  cudaStreamDestroy(capture_stream);
+  const double per_step_ms = ms.front();
+  for (size_t i = 0; i < ms.size(); ++i)
+    std::printf("%-22s %-34s %9.3f ms  %6.2f us per step  ratio %5.3f%s\n", label, variants[i].name, ms[i],
+                ms[i] * 1e3 / std::max(steps, 1), per_step_ms / ms[i], right[i] ? "" : "  WRONG OUTPUT");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   labkit::start_benchmark(" (times by the host's clock to the end of all device work)");
-  for (const labkit::Case& c : cases) bench_case(c);
+  for (const labkit::Case& c : cases) c.has("steps") ? bench_chain_case(c) : bench_case(c);
   return 0;
 }
