@@ -478,7 +478,10 @@ std::string check_chain_call(const ChainCall& call, const ChainBuffers& buffers,
   const Pixels out_after = buffers.d_out.download();
   for (size_t i = call.n; i < out_after.size(); ++i)
     if (out_after[i] != host_poison)
-      return "wrote d_out[" + std::to_string(i) + "], past the output's end (n = " + std::to_string(call.n) + ")";
+      return "wrote d_out[" + std::to_string(i) + "], past the output's end (n = " + std::to_string(call.n) + ")" +
+             (call_number == 3 ? ": a graph kept for the earlier, larger n was replayed? Key what you keep on n and "
+                                 "steps as well as the pointers"
+                               : "");
   const Pixels actual(out_after.begin(), out_after.begin() + call.n);
   const labkit::Comparison comparison = labkit::compare_exact(call.expected, actual);
   if (comparison.ok()) return "";
