@@ -22,7 +22,7 @@ __global__ void step_kernel(const uint32_t* previous, uint32_t* next, size_t n, 
 
 // Where step `step` of `steps` writes: the steps alternate between d_out and d_work so that the
 // last one lands in d_out.
-inline uint32_t* step_output(int step, int steps, uint32_t* d_out, uint32_t* d_work) {
+__host__ __device__ inline uint32_t* step_output(int step, int steps, uint32_t* d_out, uint32_t* d_work) {
   return (steps - 1 - step) % 2 == 0 ? d_out : d_work;
 }
 
