@@ -4,8 +4,16 @@
 // through pageable memory, the chapter's four streams with few and with more chunks, the
 // chapter's chunks with a stream per stage, and the reference solution, each as ms, x the
 // bound (the lab's goal: at most 1.15) and the grader's ratio (reference time / its time).
+// Part 2's cases (those with `steps`): the chain launched one kernel per step (the starter, the
+// anchor the checks time a submission against), a graph captured and instantiated in every call,
+// the reference's graph kept and replayed, and two candidates beyond it (a kept graph of
+// programmatic dependent launches, on compute capability 9.0 and newer; one persistent
+// cooperative kernel with a barrier across the grid between steps), each as ms, microseconds per
+// step and the speed-up over one launch per step (the grader's ratio for part 2).
 // Other sizes: --dataset with a file of one's own.
-// No library does this job, so the bound is the anchor. Not a test: it prints numbers.
+// No library does either job, so the bound and the per-step launches are the anchors. Not a
+// test: it prints numbers.
+#include "chapter_chain.cuh"
 #include "pipeline.h"
 
 #include <labkit/bench.h>
@@ -14,9 +22,12 @@
 #include <labkit/generators.h>
 #include <labkit/timing.h>
 
+#include <cooperative_groups.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -199,11 +210,196 @@ void bench_case(const labkit::Case& c) {
   for (cudaStream_t s : streams) cudaStreamDestroy(s);
 }
 
+// ---- part 2: launch cost ----------------------------------------------------------------------
+
+struct ChainJob {
+  size_t n;
+  int steps;
+  DeviceBuffer<uint32_t> d_in, d_out, d_work;
+};
+
+// The chain captured into a graph, instantiated, launched and destroyed in one call: what a
+// first try at graphs often does, paying for the capture and the instantiation every time.
+void graph_every_call(ChainJob& job, cudaStream_t capture_stream, cudaStream_t stream) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal);
+  chapter_chain::mix_chain_per_step(job.d_in.data(), job.d_out.data(), job.d_work.data(), job.n, job.steps,
+                                    capture_stream);
+  cudaStreamEndCapture(capture_stream, &graph);
+  cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphLaunch(exec, stream);
+  cudaGraphExecDestroy(exec);  // destruction waits for nothing: the launch still runs
+  cudaGraphDestroy(graph);
+}
+
+// Step kernels for the candidates beyond the reference: each step's offset comes as a parameter,
+// as in the reference.
+__global__ void pdl_step_kernel(const uint32_t* previous, uint32_t* next, size_t n, size_t offset, int step) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched early, beside the previous step's last blocks: wait here for its results (the
+  // previous step triggers at its end, implicitly).
+  cudaGridDependencySynchronize();
+#endif
+  const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  size_t partner = i + offset;
+  if (partner >= n) partner -= n;
+  next[i] = chain_mix(previous[i], previous[partner], step);
+}
+
+// Every step in one kernel, with a barrier across the grid between steps. Its blocks must all be
+// resident at once (cudaLaunchCooperativeKernel refuses a grid that cannot be). The previous
+// step's array is read through L2 (__ldcg): other SMs wrote it since this SM may last have cached it.
+__global__ void persistent_chain_kernel(const uint32_t* d_in, uint32_t* d_out, uint32_t* d_work, size_t n, int steps) {
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  const uint32_t* previous = d_in;
+  for (int step = 0; step < steps; ++step) {
+    uint32_t* next = chapter_chain::step_output(step, steps, d_out, d_work);
+    const size_t offset = chain_offset(step, n);
+    for (size_t i = grid.thread_rank(); i < n; i += grid.size()) {
+      size_t partner = i + offset;
+      if (partner >= n) partner -= n;
+      next[i] = chain_mix(__ldcg(previous + i), __ldcg(previous + partner), step);
+    }
+    grid.sync();
+    previous = next;
+  }
+}
+
+// A graph of programmatic dependent launches, captured once for `job` and kept; false where
+// this GPU or the capture does not allow it.
+struct PdlGraph {
+  cudaGraphExec_t exec = nullptr;
+  PdlGraph(ChainJob& job, cudaStream_t capture_stream) {
+    int major = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    if (major < 9 || job.n == 0 || job.steps == 0) return;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned((job.n + chapter_chain::threads_per_block - 1) / chapter_chain::threads_per_block));
+    config.blockDim = dim3(chapter_chain::threads_per_block);
+    config.stream = capture_stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamBeginCapture(capture_stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return;
+    const uint32_t* previous = job.d_in.data();
+    for (int step = 0; step < job.steps; ++step) {
+      uint32_t* next = chapter_chain::step_output(step, job.steps, job.d_out.data(), job.d_work.data());
+      cudaLaunchKernelEx(&config, pdl_step_kernel, previous, next, job.n, chain_offset(step, job.n), step);
+      previous = next;
+    }
+    const bool captured = cudaStreamEndCapture(capture_stream, &graph) == cudaSuccess;
+    if (!captured || cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) exec = nullptr;
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+  }
+  ~PdlGraph() {
+    if (exec) cudaGraphExecDestroy(exec);
+  }
+};
+
+void persistent_chain(ChainJob& job, cudaStream_t stream) {
+  if (job.n == 0) return;
+  if (job.steps == 0) {
+    cudaMemcpyAsync(job.d_out.data(), job.d_in.data(), job.n * sizeof(uint32_t), cudaMemcpyDeviceToDevice, stream);
+    return;
+  }
+  // One block per SM at most: a barrier over fewer blocks is cheaper, and the arrays are small.
+  int sms = 0, resident_per_sm = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_per_sm, persistent_chain_kernel,
+                                                chapter_chain::threads_per_block, 0);
+  const size_t needed = (job.n + chapter_chain::threads_per_block - 1) / chapter_chain::threads_per_block;
+  const size_t most = resident_per_sm > 0 ? size_t(sms) : 1;  // none resident: the launch says so
+  const unsigned blocks = unsigned(std::min(needed, most));
+  const uint32_t* d_in = job.d_in.data();
+  uint32_t* d_out = job.d_out.data();
+  uint32_t* d_work = job.d_work.data();
+  size_t n = job.n;
+  int steps = job.steps;
+  void* arguments[] = {&d_in, &d_out, &d_work, &n, &steps};
+  cudaLaunchCooperativeKernel(reinterpret_cast<void*>(persistent_chain_kernel), dim3(blocks),
+                              dim3(chapter_chain::threads_per_block), arguments, 0, stream);
+}
+
+void bench_chain_case(const labkit::Case& c) {
+  const char* label = c.name.c_str();
+  const int steps = int(c.integer("steps"));
+  ChainJob job{c.n, steps, DeviceBuffer<uint32_t>(labkit::generate<uint32_t>(c.n, c.input)),
+               DeviceBuffer<uint32_t>(c.n), DeviceBuffer<uint32_t>(c.n)};
+  // The expected chain from the per-step launches (the checks hold those to the CPU).
+  chapter_chain::mix_chain_per_step(job.d_in.data(), job.d_out.data(), job.d_work.data(), job.n, steps, nullptr);
+  const std::vector<uint32_t> expected = job.d_out.download();
+  std::printf("%-22s %d steps over %zu elements (%.0f KiB)\n", label, steps, c.n, c.n * sizeof(uint32_t) / 1024.0);
+
+  cudaStream_t capture_stream = nullptr;
+  cudaStreamCreateWithFlags(&capture_stream, cudaStreamNonBlocking);
+  const PdlGraph pdl(job, capture_stream);
+  using ChainVariant = std::function<void(ChainJob&, cudaStream_t)>;
+  const struct {
+    const char* name;
+    ChainVariant run;
+    bool available;
+  } variants[] = {
+      {"starter: one launch per step",
+       [](ChainJob& j, cudaStream_t s) {
+         chapter_chain::mix_chain_per_step(j.d_in.data(), j.d_out.data(), j.d_work.data(), j.n, j.steps, s);
+       },
+       true},
+      {"graph built in every call",
+       [capture_stream](ChainJob& j, cudaStream_t s) { graph_every_call(j, capture_stream, s); }, true},
+      {"reference solution: graph kept",
+       [](ChainJob& j, cudaStream_t s) {
+         mix_chain(j.d_in.data(), j.d_out.data(), j.d_work.data(), j.n, j.steps, s);
+       },
+       true},
+      {"graph kept, dependent launch", [&pdl](ChainJob&, cudaStream_t s) { cudaGraphLaunch(pdl.exec, s); },
+       pdl.exec != nullptr},
+      {"persistent kernel, grid barrier", [](ChainJob& j, cudaStream_t s) { persistent_chain(j, s); }, true},
+  };
+  std::vector<double> ms;
+  std::vector<bool> right;
+  for (const auto& v : variants) {
+    if (!v.available) {
+      ms.push_back(0);
+      right.push_back(false);
+      continue;
+    }
+    labkit::TimedCall call;
+    call.launch = [&](cudaStream_t stream) { v.run(job, stream); };
+    call.prepare = [&](int) { job.d_out.poison(); };
+    try {
+      ms.push_back(labkit::time_call(call).ms.median);  // events on the stream: all the work is on it
+      right.push_back(job.d_out.download() == expected);
+    } catch (const std::exception& error) {  // a candidate this GPU refuses (a cooperative launch too large)
+      std::printf("%-22s %-34s failed: %s\n", label, v.name, error.what());
+      cudaGetLastError();
+      ms.push_back(0);
+      right.push_back(false);
+    }
+  }
+  cudaStreamDestroy(capture_stream);
+  const double per_step_ms = ms.front();
+  for (size_t i = 0; i < ms.size(); ++i) {
+    if (variants[i].available && ms[i] == 0) continue;  // failed, said above
+    if (!variants[i].available) {
+      std::printf("%-22s %-34s not available here (compute capability 9.0 and newer)\n", label, variants[i].name);
+      continue;
+    }
+    std::printf("%-22s %-34s %9.3f ms  %6.2f us per step  ratio %5.3f%s\n", label, variants[i].name, ms[i],
+                ms[i] * 1e3 / std::max(steps, 1), per_step_ms / ms[i], right[i] ? "" : "  WRONG OUTPUT");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   labkit::start_benchmark(" (times by the host's clock to the end of all device work)");
-  for (const labkit::Case& c : cases) bench_case(c);
+  for (const labkit::Case& c : cases) c.has("steps") ? bench_chain_case(c) : bench_case(c);
   return 0;
 }

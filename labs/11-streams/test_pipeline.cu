@@ -3,6 +3,11 @@
 // junk in the workspace that name the race or slip a wrong answer came from; then the speed
 // against the reference solution's, with the three phases measured in the same run: a call
 // that overlaps too little is told why and earns no speed points (correct, but not the lesson).
+// Part 2 (cases with `steps`, after part 1's): mix_chain, checked against the CPU over three
+// calls on the same buffers (new contents, then other sizes), so that a kept graph that replays
+// stale data or the wrong arguments fails; timed against the kit's copy of the starter's
+// per-step launches (chapter_chain.cuh).
+#include "chapter_chain.cuh"
 #include "pipeline.h"
 
 #include <labkit/device_compare.cuh>
@@ -370,11 +375,249 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(merge_pipelined)> fn,
           }};
 }
 
+
+// ---- part 2: a chain of small dependent steps ---------------------------------------------
+// Cases with `steps` call mix_chain; the rest are part 1's.
+
+bool chain_case(const Case& c) { return c.has("steps"); }
+bool merge_case(const Case& c) { return !chain_case(c); }
+
+int steps_of(const Case& c) { return int(c.integer("steps")); }
+
+constexpr uint32_t work_junk = input_junk;  // d_work before a call: what a step read before it was written
+
+// The chain on the CPU: chain_element with each step's offset computed once (a 64-bit division
+// per element would make the largest cases take seconds), checked against chain_element itself
+// at the ends of the array.
+Pixels chain_on_cpu(Pixels x, int steps) {
+  const size_t n = x.size();
+  Pixels next(n);
+  for (int step = 0; step < steps; ++step) {
+    const size_t offset = chain_offset(step, n);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t partner = i + offset >= n ? i + offset - n : i + offset;
+      next[i] = chain_mix(x[i], x[partner], step);
+    }
+    for (size_t i : {size_t(0), n / 2, n - 1})
+      if (i < n && next[i] != chain_element(x.data(), i, n, step))
+        throw std::logic_error("kit fault: the checks' chain disagrees with chain_element at step " +
+                               std::to_string(step));
+    x.swap(next);
+  }
+  return x;
+}
+
+// One call's arguments: its input, its sizes.
+struct ChainCall {
+  Pixels input;
+  size_t n;
+  int steps;
+  Pixels expected;
+};
+
+ChainCall chain_call(const Case& c, size_t n, int steps, uint64_t seed_shift) {
+  labkit::InputSpec spec = c.input;
+  spec.seed = labkit::splitmix64(spec.seed + seed_shift);
+  ChainCall call{labkit::generate<uint32_t>(n, spec), n, steps, {}};
+  call.expected = chain_on_cpu(call.input, steps);
+  return call;
+}
+
+// The buffers every call of a case shares: d_in and d_work of the case's n, d_out with poisoned
+// elements past its end.
+struct ChainBuffers {
+  explicit ChainBuffers(size_t n) : d_in(n), d_out(n + guard_elements), d_work(n) {}
+  DeviceBuffer<uint32_t> d_in, d_out, d_work;
+};
+
+// What the call's output says of the likely mistake; `previous` is the answer the last call on
+// these buffers gave (nullptr for the first call).
+std::string diagnose_chain(const ChainCall& call, const Pixels& actual, const Pixels& work, const ChainCall* previous,
+                           int call_number) {
+  const size_t n = call.n;
+  if (std::all_of(actual.begin(), actual.end(), [](uint32_t v) { return v == host_poison; }))
+    return "d_out was never written";
+  if (previous && previous->n == n && actual == previous->expected)
+    return "d_out holds the previous call's answer (that call's input, on the same buffers): this call did not "
+           "read d_in as it is now. A graph replays its launches with the addresses captured, and reads what those "
+           "buffers hold when it runs; a copy of the input made while capturing, or an answer kept from an earlier "
+           "call, goes stale";
+  if (call.steps > 0 && actual == call.input)
+    return "d_out holds d_in unchanged: no step ran";
+  if (work.size() >= n && std::equal(call.expected.begin(), call.expected.end(), work.begin()))
+    return "the answer is in d_work, not d_out: the steps alternate between the two, and the last must write "
+           "d_out (start in d_out when steps is odd, in d_work when it is even)";
+  if (call.steps > 0) {
+    const Pixels one_fewer = chain_on_cpu(call.input, call.steps - 1);
+    const Pixels one_more = chain_on_cpu(call.input, call.steps + 1);
+    if (actual == one_fewer) return "d_out holds the answer of one step fewer: a step is missing (the loop's bound?)";
+    if (actual == one_more) return "d_out holds the answer of one step more";
+  }
+  if (call_number == 3)
+    return "the first two calls were right, but this one, with other sizes (n = " + std::to_string(n) +
+           ", steps = " + std::to_string(call.steps) + ") on the same buffers, is wrong: what was kept from an "
+           "earlier call (a graph captured for its arguments) was replayed for arguments it was not built for. Key "
+           "what you keep on every argument the work depends on: the pointers, n and steps";
+  size_t junk = 0;
+  for (uint32_t v : actual) junk += v == work_junk || v == host_poison;
+  if (junk > 0)
+    return std::to_string(junk) + " elements hold poison or junk: a step read elements the step before had not "
+           "written yet (a step reads all of the previous step's array, so it must wait for the whole step: one "
+           "stream, a graph's edges, or a barrier across the whole grid)";
+  return "the answer is wrong: check that each step reads the previous step's array and writes the other one, "
+         "and passes its own step number";
+}
+
+// "" when the call left d_in as it was, wrote nothing past d_out[n) and the right answer in
+// d_out[0..n).
+std::string check_chain_call(const ChainCall& call, const ChainBuffers& buffers, const ChainCall* previous,
+                             int call_number) {
+  const Pixels in_after = buffers.d_in.download();
+  if (!std::equal(call.input.begin(), call.input.end(), in_after.begin()))
+    return "mix_chain changed d_in: the input is const and must come back unchanged";
+  const Pixels out_after = buffers.d_out.download();
+  for (size_t i = call.n; i < out_after.size(); ++i)
+    if (out_after[i] != host_poison)
+      return "wrote d_out[" + std::to_string(i) + "], past the output's end (n = " + std::to_string(call.n) + ")" +
+             (call_number == 3 ? ": a graph kept for the earlier, larger n was replayed? Key what you keep on n and "
+                                 "steps as well as the pointers"
+                               : "");
+  const Pixels actual(out_after.begin(), out_after.begin() + call.n);
+  const labkit::Comparison comparison = labkit::compare_exact(call.expected, actual);
+  if (comparison.ok()) return "";
+  return diagnose_chain(call, actual, buffers.d_work.download(), previous, call_number) + ". " +
+         comparison.describe([](size_t i) { return "element " + std::to_string(i); });
+}
+
+// Three calls on the same buffers: the case's input; new contents (a replay that does not read
+// d_in afresh gives the first answer again); new contents with n less a third and one step
+// fewer (one step where there were none), so that a graph kept for other arguments is caught.
+void check_chain(const Case& c) {
+  const size_t n = c.n;
+  const int steps = steps_of(c);
+  const ChainCall first = chain_call(c, n, steps, 0);
+  labkit::export_array(c, "in", first.input);
+  labkit::export_array(c, "expected_out", first.expected);
+  const ChainCall second = chain_call(c, n, steps, 1);
+  const ChainCall third = chain_call(c, n - n / 3, steps == 0 ? 1 : steps - 1, 2);
+
+  ChainBuffers buffers(n);
+  const auto fn = labkit::Function<decltype(mix_chain)>(labkit::student<decltype(mix_chain)>("mix_chain"));
+  const ChainCall* previous = nullptr;
+  int call_number = 0;
+  for (const ChainCall* call : {&first, &second, &third}) {
+    ++call_number;
+    Pixels in = call->input;
+    in.resize(n, input_junk);  // past a shorter call's n, d_in holds junk
+    if (n > 0) CUDA_CHECK(cudaMemcpy(buffers.d_in.data(), in.data(), n * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    buffers.d_out.poison();
+    CUDA_CHECK(cudaMemset(buffers.d_work.data(), input_junk_byte, buffers.d_work.bytes()));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    fn(buffers.d_in.data(), buffers.d_out.data(), buffers.d_work.data(), call->n, call->steps, nullptr);
+    const std::string error = check_chain_call(*call, buffers, previous, call_number);
+    if (!error.empty()) {
+      const char* which[] = {"", "", " (the second call, same buffers and sizes, new contents in d_in)",
+                             " (the third call, same buffers, new contents, other sizes)"};
+      return labkit::verdict(c, false, error + which[call_number]);
+    }
+    previous = call;
+  }
+  labkit::verdict(c, true);
+}
+
+// A timed call's buffers: d_in drawn afresh for every call (labkit/fresh_input.h), d_out
+// collected at the end of its window, d_work plain workspace; and the per-step launches' answer
+// on the drawn input, in the checks' own buffers.
+struct ChainPerfState {
+  explicit ChainPerfState(const Case& c)
+      : n(c.n), steps(steps_of(c)), d_in(n, c.input), d_out(n), d_work(n), expected(n), expected_work(n) {}
+
+  const uint32_t* expected_for_drawn() {
+    CUDA_CHECK(chapter_chain::mix_chain_per_step(d_in.drawn(), expected.data(), expected_work.data(), n, steps,
+                                                 nullptr));
+    CUDA_CHECK_KERNELS(nullptr);
+    return expected.data();
+  }
+
+  size_t n;
+  int steps;
+  labkit::FreshInput<uint32_t> d_in;
+  labkit::TimedOutput<uint32_t> d_out;
+  DeviceBuffer<uint32_t> d_work;
+  DeviceBuffer<uint32_t> expected, expected_work;
+};
+
+using ChainFunction = labkit::Function<decltype(mix_chain)>;
+
+labkit::PerfSubject chain_subject(ChainFunction fn, ChainPerfState& s) {
+  labkit::TimedCall call = labkit::timed_call(
+      [fn, &s](cudaStream_t stream) { fn(s.d_in.data(), s.d_out.data(), s.d_work.data(), s.n, s.steps, stream); },
+      {&s.d_in}, {&s.d_out});
+  return {call, [&s] {
+            return labkit::compare_exact_on_device(s.expected_for_drawn(), s.d_out.collected_data(), s.n).describe();
+          }};
+}
+
+// Advice for a correct chain that gains little over the launches one by one, or loses:
+// `per_step_ms` is the kit's per-step launches on the same buffers, the fastest of a few calls
+// by the host's clock, measured just before the case is timed.
+labkit::PerfHint chain_hint(const ChainPerfState& s, double per_step_ms) {
+  const int steps = s.steps;
+  return [steps, per_step_ms](double student_ms) {
+    const double speedup = per_step_ms / student_ms;
+    if (speedup >= 1.25) return std::string();
+    char measured[160];
+    std::snprintf(measured, sizeof measured,
+                  " (your call %.3f ms, %.2f us per step; one launch per step %.3f ms, measured in this run)",
+                  student_ms, student_ms * 1e3 / std::max(steps, 1), per_step_ms);
+    if (speedup < 0.8)
+      return std::string("your call is slower than one kernel launch per step") + measured +
+             ": capturing and instantiating a graph costs more than launching its kernels once, so a graph built "
+             "in every call loses. Build it once, keep it in a static with the arguments it was built for, and "
+             "only replay it (cudaGraphLaunch) while they stay the same";
+    return std::string("your call takes about as long as one kernel launch per step") + measured +
+           ". A step this small takes the GPU less time than the host needs to launch it, so the GPU waits for the "
+           "host between steps. Capture the steps into a CUDA graph once (cudaStreamBeginCapture, the launches, "
+           "cudaStreamEndCapture, cudaGraphInstantiate), keep it, and replay it with cudaGraphLaunch";
+  };
+}
+
+void time_chain(const Case& c) {
+  ChainPerfState state(c);
+  // Bytes: the least any answer moves, the input read once and the output written once. The
+  // steps between may stay in the L2 cache or in shared memory (a kernel that runs them all).
+  const double bytes = 2.0 * sizeof(uint32_t) * double(c.n);
+  // The per-step launches' time for the hint; under a profiler the case is one untimed call
+  // and gets no hint.
+  double per_step_ms = 0;
+  if (!labkit::profiling()) {
+    state.d_in.draw();
+    state.d_in.reveal(false);
+    per_step_ms = fastest_ms(int(c.integer("repeats", 3)), [&] {
+      CUDA_CHECK(chapter_chain::mix_chain_per_step(state.d_in.data(), state.d_out.data(), state.d_work.data(),
+                                                   state.n, state.steps, nullptr));
+    });
+  }
+  const auto student_fn = ChainFunction(labkit::student<decltype(mix_chain)>("mix_chain"));
+  const ChainFunction per_step = [](const uint32_t* in, uint32_t* out, uint32_t* work, size_t n, int steps,
+                                    cudaStream_t stream) {
+    CUDA_CHECK(chapter_chain::mix_chain_per_step(in, out, work, n, steps, stream));
+  };
+  labkit::measure_performance(c, bytes, chain_subject(student_fn, state), chain_subject(per_step, state),
+                              /*library=*/{}, chain_hint(state, per_step_ms));
+}
+
 }  // namespace
 
 TEST_SUITE("correctness") {
   TEST_CASE("merge_pipelined matches a one-thread-per-pixel kernel") {
-    labkit::for_each_correctness_case([](const Case& c) { check_merge(c); });
+    labkit::for_each_correctness_case([](const Case& c) { check_merge(c); }, merge_case);
+  }
+}
+
+TEST_SUITE("correctness") {
+  TEST_CASE("mix_chain matches the CPU, call after call on the same buffers") {
+    labkit::for_each_correctness_case(check_chain, chain_case);
   }
 }
 
@@ -395,6 +638,10 @@ TEST_SUITE("performance") {
           c, bytes_moved, perf_subject(labkit::student<decltype(merge_pipelined)>("merge_pipelined"), state),
           perf_subject(labkit::reference<decltype(merge_pipelined)>("merge_pipelined"), state),
           /*library=*/{}, /*hint=*/{}, overlap_required(c, phases));
-    });
+    }, merge_case);
+  }
+
+  TEST_CASE("mix_chain time against the per-step launches") {
+    labkit::for_each_timed_case(time_chain, chain_case);
   }
 }
