@@ -1,5 +1,5 @@
-// Policy copy of labs/04-matmul/bf16_gemm.cu, unchanged: the chapter tier is part 1's tiled kernel; part 2 stays the starter, so this tier earns
-// nothing of part 2's speed points.
+// Policy copy of labs/04-matmul/bf16_gemm.cu, unchanged: the chapter tier is part 1's tiled
+// kernel; part 2 stays the starter, so this tier earns none of part 2's speed points.
 //
 // Lab 04 part 2 starter: the chapter's 32x32 shared-memory tiled kernel (rung 2 of part 1),
 // reading BF16 instead of FP32. Each element of A and B is converted to FP32 as it goes into

@@ -1,4 +1,5 @@
-// Policy copy of labs/04-matmul/bf16_gemm.cu, unchanged: this step fixes part 1's flaw alone; part 2 stays the starter.
+// Policy copy of labs/04-matmul/bf16_gemm.cu, unchanged: this step fixes part 1's flaw alone;
+// part 2 stays the starter.
 //
 // Lab 04 part 2 starter: the chapter's 32x32 shared-memory tiled kernel (rung 2 of part 1),
 // reading BF16 instead of FP32. Each element of A and B is converted to FP32 as it goes into
