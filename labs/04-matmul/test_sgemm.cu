@@ -53,21 +53,22 @@ bool is_guard(float f) {
 // A matrix on the device between two guard bands of NaN: reading past its ends poisons the
 // result and writing past them is detected. The bands are 256 bytes whatever the element, so
 // the matrix keeps cudaMalloc's alignment.
+template <class T>
+T default_guard() {
+  if constexpr (std::is_same_v<T, float>) return guard_value();
+  else return T{};
+}
+
 template <class T = float>
 class GuardedMatrix {
 public:
-  explicit GuardedMatrix(const std::vector<T>& values, T guard = guard_of<T>())
+  explicit GuardedMatrix(const std::vector<T>& values, T guard = default_guard<T>())
       : buffer_(with_guards(values, guard)) {}
   T* data() { return buffer_.data() + guards(); }
   std::vector<T> download_with_guards() const { return buffer_.download(); }
   static size_t guards() { return guard_floats() * sizeof(float) / sizeof(T); }
 
 private:
-  template <class U>
-  static U guard_of() {
-    if constexpr (std::is_same_v<U, float>) return guard_value();
-    else return U{};
-  }
   static std::vector<T> with_guards(const std::vector<T>& values, T guard) {
     std::vector<T> all(values.size() + 2 * guards(), guard);
     std::copy(values.begin(), values.end(), all.begin() + guards());
