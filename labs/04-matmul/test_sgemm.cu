@@ -465,15 +465,17 @@ Bf16Operands make_bf16_operands(const Shape& s, const labkit::InputSpec& spec) {
 // error of an FP32-accumulating GEMM is in its additions, then alpha's multiply and beta's
 // fused add. Summed in any order with FP32 additions rounded to nearest, k terms are off by at
 // most gamma_(k-1) sum |a_ik b_kj|, with gamma_j = j u / (1 - j u) and u = 2^-24 (Higham,
-// Accuracy and Stability, 3.1). Tensor cores do not round to nearest inside an MMA: they align
-// each group's addends to the largest, drop the bits shifted out, and truncate the sum, so
-// each addend of a group of g loses less than 2^-23 of the group's largest term, and the sum
-// as much again. With groups of at least 4 products plus the running sum (every MMA shape has
-// k >= 8 per instruction), that is at most (g + 2) / g <= 1.5 times 2^-23 = 3u per product,
-// so 4u per product covers both orders of summation with room: gamma_(4k). The double sum
-// the checks compare with is exact to 2^-53 relative per term, far below that.
+// Accuracy and Stability, 3.1). Tensor cores do not round to nearest inside an MMA: they add
+// a group of g products and the running sum at once, aligning each addend to the largest and
+// dropping the bits shifted out, then truncate the sum. Every addend then loses less than
+// 2^-23 of the group's largest term and the sum less than 2^-23 of itself, both at most
+// S = sum |a_ik b_kj| (to first order), so a group costs under (g + 2) 2^-23 S and the k / g
+// groups under k (1 + 2 / g) 2u S: 3 k u S for groups of 4 (Fasi, Higham, Mikaitis and
+// Pranesh measured 4 to 8 on V100, T4 and A100), 4 k u S even for groups of 2. So gamma_(4k)
+// covers the tensor cores and any order of rounded FP32 additions alike. The double sum the checks
+// compare with is exact to 2^-53 relative per term, far below that.
 //   |c - c_exact| <= gamma_(4k) |alpha| sum_p |a_ip b_pj| + 2u |alpha (A B)_ij| + 2u |beta c_ij|
-// The last two terms: alpha's product and beta's fused add, each rounded once.
+// The last two terms: alpha's product, beta's product and the add, each rounded once.
 // What it rejects: a sum kept in BF16 (u = 2^-9) or FP16 (2^-12) is off by far more wherever
 // the terms share a sign (the `positive` cases, where sum |p| = |sum p| and the bound is a
 // relative 4 k u: 1.5e-4 at k = 640, while a BF16 running sum stalls once it is 2^8 times the
