@@ -136,10 +136,12 @@ __device__ __forceinline__ void load_matrix_x4_transposed(uint32_t (&r)[4], cons
 #endif
 }
 
-// d += a b for one 16x8x16 tile: BF16 inputs, FP32 accumulators.
+// d += a b for one 16x8x16 tile: BF16 inputs, FP32 accumulators. Registers only, so not
+// volatile: the compiler may interleave the MMAs with the next step's ldmatrix (which stay
+// volatile, in order with the barriers that guard shared memory).
 __device__ __forceinline__ void mma_bf16_16x8x16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
 #ifdef LABKIT_BF16_MMA
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
