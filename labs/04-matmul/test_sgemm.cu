@@ -618,16 +618,10 @@ std::string diagnose_bf16(const Shape& s, const Operands& ops, const Checked& ch
          "__syncthreads), and that you accumulate in FP32)";
 }
 
-// For `grade export`: the operands (BF16 values, as float32) and the whole expected C in double.
-void export_bf16_operands(const Case& c, const Shape& s, const Operands& ops) {
-  if (labkit::export_dir().empty()) return;
-  export_operands(c, s, ops);
-}
-
 void check_bf16_gemm(const Case& c) {
   const Shape s = shape_of(c);
   const Bf16Operands in = make_bf16_operands(s, c.input);
-  export_bf16_operands(c, s, in.ops);
+  export_operands(c, s, in.ops);  // A and B as float32 arrays holding the BF16 values exactly
   const __nv_bfloat16 guard = bf16_from_bits(bf16_guard_bits);
   GuardedMatrix<__nv_bfloat16> d_a(in.a, guard), d_b(in.b, guard);
   GuardedMatrix<> d_c(in.ops.c);
