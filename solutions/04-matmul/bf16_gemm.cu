@@ -21,7 +21,7 @@
 // Rows that are not 16-byte aligned (k or n not a multiple of 8) take the same kernel with
 // each element of A and B loaded on its own and bounds-checked, and C stored one float at a
 // time: correct for any shape, and slower. GPUs before sm_80 (no BF16 MMA, no cp.async) take
-// a plain FP32 tiled kernel.
+// a plain FP32 tiled kernel, as would one without room for the small tiles' shared memory.
 // Wgmma with TMA (Hopper's warpgroup MMA reading shared memory directly) is the next rung and
 // what cuBLAS runs on an H100; the README describes it.
 #include "sgemm.h"
@@ -368,28 +368,32 @@ void launch_tiling(const Problem& p, cudaStream_t stream) {
 
 struct DeviceTraits {
   int sm_count = 1;
+  int shared_bytes = 0;       // per block, opted in
   bool has_bf16_mma = false;  // sm_80 or later
 };
 
 const DeviceTraits& device_traits() {
   static const DeviceTraits traits = [] {
     DeviceTraits t;
-    int device = 0, sms = 0, major = 0;
+    int device = 0, sms = 0, major = 0, shared = 0;
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     t.sm_count = sms > 0 ? sms : 1;
+    t.shared_bytes = shared;
     t.has_bf16_mma = major >= 8;
     return t;
   }();
   return traits;
 }
 
-// Large tiles when they give every SM a block, else the small ones.
+// Large tiles when they give every SM a block and fit its shared memory (an H100 or A100 has
+// room for their 106 KiB, an sm_86 or sm_89 GPU only for the small tiles' 74 KiB).
 bool wants_large_tiles(const Problem& p) {
   const long long blocks = (long long)((p.m + LargeTiling::block_rows - 1) / LargeTiling::block_rows) *
                            ((p.n + LargeTiling::block_cols - 1) / LargeTiling::block_cols);
-  return blocks >= device_traits().sm_count;
+  return blocks >= device_traits().sm_count && LargeTiling::smem_bytes <= device_traits().shared_bytes;
 }
 
 }  // namespace
@@ -398,7 +402,7 @@ extern "C" void bf16_gemm(int m, int n, int k, float alpha, const __nv_bfloat16*
                           float beta, float* d_c, cudaStream_t stream) {
   if (m <= 0 || n <= 0) return;
   const Problem p{m, n, k, alpha, beta, d_a, d_b, d_c};
-  if (!device_traits().has_bf16_mma) {
+  if (!device_traits().has_bf16_mma || SmallTiling::smem_bytes > device_traits().shared_bytes) {
     const dim3 block(fallback_tile, fallback_tile);
     const dim3 grid((n + fallback_tile - 1) / fallback_tile, (m + fallback_tile - 1) / fallback_tile);
     bf16_gemm_fp32_tiled_kernel<<<grid, block, 0, stream>>>(p);
