@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -731,6 +732,22 @@ labkit::PerfSubject bf16_perf_subject(labkit::Function<decltype(bf16_gemm)> fn, 
           }};
 }
 
+// A correct call no faster than the CUDA cores' FP32 peak could be: its multiply-adds are
+// (most likely) not on the tensor cores, the part's lesson.
+labkit::PerfHint cuda_core_speed_hint(double flops) {
+  const double peak_gflops = labkit::current_device().peak_fp32_gflops;
+  return [flops, peak_gflops](double student_ms) -> std::string {
+    const double gflops = flops / (student_ms * 1e6);
+    if (peak_gflops <= 0 || gflops > peak_gflops) return "";
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "%.1f TFLOP/s is no more than this GPU's FP32 peak (%.1f TFLOP/s): the multiply-adds run on the "
+                  "CUDA cores, not the tensor cores (README, part 2: WMMA, then mma.sync with ldmatrix)",
+                  gflops / 1e3, peak_gflops / 1e3);
+    return text;
+  };
+}
+
 // Minimum traffic: A and B read once (2 bytes an element), C written once.
 double bf16_bytes_moved(const Shape& s) {
   return 2.0 * (double(s.m) * s.k + double(s.k) * s.n) + sizeof(float) * double(s.m) * s.n;
@@ -776,7 +793,8 @@ TEST_SUITE("performance") {
       const labkit::Work work(bf16_bytes_moved(s), 0, 2.0 * s.m * s.n * s.k);
       labkit::measure_performance(c, work,
                                   bf16_perf_subject(labkit::student<decltype(bf16_gemm)>("bf16_gemm"), buffers),
-                                  bf16_perf_subject(sgemm_anchors::cublas_bf16_gemm, buffers));
+                                  bf16_perf_subject(sgemm_anchors::cublas_bf16_gemm, buffers), {},
+                                  cuda_core_speed_hint(work.shown_flops));
     }, is_bf16_case);
   }
 }
