@@ -519,18 +519,21 @@ Checked bf16_work_out(const Shape& s, const Operands& ops, uint64_t seed, size_t
   return checked;
 }
 
-// A sum kept in BF16 or FP16 along the way: most checked elements off, and either the wrong
-// values themselves fit in 16 bits (their FP32 significands end in 13 zero bits, which one
-// FP32 result in 8192 does by chance: the sum was rounded to BF16 or FP16 and widened at the
-// end) or every error is a small share of the terms' size (rounding, not a missing term).
-bool sixteen_bit_sums(const Checked& checked, const std::vector<float>& c) {
+// The signatures of a sum kept in BF16 or FP16 along the way, among the checked elements that
+// are off (most of them must be). Strong: the wrong values themselves fit in 16 bits (their
+// FP32 significands end in 13 zero bits, which one FP32 result in 8192 does by chance: the sum
+// was rounded to 16 bits and widened at the end). Weak: every error is a small share of the
+// terms' size, which a sum missing a few terms (a skipped partial tile) also gives.
+enum class SixteenBit { no, values, small_errors };
+
+SixteenBit sixteen_bit_sums(const Checked& checked, const std::vector<float>& c) {
   size_t off = 0, off_nonzero = 0, off_sixteen_bit = 0;
   bool all_small = true;
   for (size_t i = 0; i < checked.positions.size(); ++i) {
     const Expected& e = checked.expected[i];
     const float got = c[checked.positions[i]];
     const double error = std::fabs(double(got) - e.value);
-    if (std::isnan(error)) return false;
+    if (std::isnan(error)) return SixteenBit::no;
     if (error <= e.tolerance) continue;
     ++off;
     all_small = all_small && error <= e.scale * 0x1.0p-4;
@@ -541,8 +544,9 @@ bool sixteen_bit_sums(const Checked& checked, const std::vector<float>& c) {
       off_sixteen_bit += (bits & 0x1FFFu) == 0;
     }
   }
-  if (off * 2 <= checked.positions.size()) return false;
-  return all_small || (off_nonzero > 0 && off_sixteen_bit * 10 >= off_nonzero * 9);
+  if (off * 2 <= checked.positions.size()) return SixteenBit::no;
+  if (off_nonzero > 0 && off_sixteen_bit * 10 >= off_nonzero * 9) return SixteenBit::values;
+  return all_small ? SixteenBit::small_errors : SixteenBit::no;
 }
 
 // The product A B' where every 16x16 block of B (or of A) is transposed in place: what a
@@ -606,14 +610,17 @@ std::string diagnose_bf16(const Shape& s, const Operands& ops, const Checked& ch
     return "C is A times B with every 16x16 block of A transposed: A's fragments are read with the wrong "
            "layout (hint: A is row-major, m by k: wmma::matrix_a with wmma::row_major and the tile's depth "
            "as leading dimension; with mma.sync, ldmatrix without .trans)";
-  if (sixteen_bit_sums(checked, c))
-    return "values are close but not FP32-accurate: the sums look rounded to BF16 or FP16 along the way "
-           "(hint: keep the accumulators in FP32, wmma::fragment<wmma::accumulator, 16, 16, 16, float> or "
-           "mma.sync's .f32 accumulators; only the inputs are BF16)";
+  const std::string sixteen_bit_hint =
+      "values are close but not FP32-accurate: the sums look rounded to BF16 or FP16 along the way "
+      "(hint: keep the accumulators in FP32, wmma::fragment<wmma::accumulator, 16, 16, 16, float> or "
+      "mma.sync's .f32 accumulators; only the inputs are BF16)";
+  const SixteenBit sums = sixteen_bit_sums(checked, c);
+  if (sums == SixteenBit::values) return sixteen_bit_hint;
   if (!bf16_tile_multiple(s))
     return "correct on tile multiples only? edge tiles read or write outside the matrix (hint: m, n and k "
            "here are not multiples of your tiles, k may be odd: zero-fill the partial tiles, and take a "
            "checked path where a row of A or B is not 16-byte aligned)";
+  if (sums == SixteenBit::small_errors) return sixteen_bit_hint;
   return "wrong values (hint: check each fragment's layout and leading dimension, that every k-tile is "
          "added once, that the copies of a stage have landed before it is read (cp.async.wait_group, then "
          "__syncthreads), and that you accumulate in FP32)";
