@@ -1,3 +1,6 @@
+// Part 1 of the wmma step: the coalesced step's sgemm.cu (steps/04-matmul/coalesced/), unchanged;
+// the step is about part 2 (bf16_gemm.cu beside it).
+//
 // Policy step for lab 04: the planted flaw fixed, and nothing else: the coalesced mapping.
 //
 // The starter is the OpenCL chapter's first mapping (RunAsGpu_1): threadIdx.x picks the row,
