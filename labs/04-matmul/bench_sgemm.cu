@@ -1,7 +1,9 @@
 // Lab 04 benchmark: the reference solution beside cublasSgemm (FP32, TF32 off: the library
 // anchor) and the ladder's other kernels (the tiled chapter's shared-memory kernel, the OpenCL
 // chapter's coalesced and uncoalesced naive kernels), in ms, TFLOP/s and % of cuBLAS, at the
-// shapes of datasets/04-matmul.yaml's performance cases. Not a test: it prints numbers for
+// shapes of datasets/04-matmul.yaml's performance cases. Part 2's shapes (`gemm: bf16`): the
+// reference's bf16_gemm beside cublasGemmEx (BF16 in, FP32 C and compute: the library anchor)
+// and the part's starter, the tiled kernel reading BF16. Not a test: it prints numbers for
 // people to read. Each output is compared with cuBLAS's.
 #include "sgemm.h"
 #include "sgemm_anchors.cuh"
@@ -49,7 +51,10 @@ double worst_difference(const std::vector<float>& expected, const std::vector<fl
 
 struct Shape {
   int m, n, k;
-  bool operator==(const Shape& other) const { return m == other.m && n == other.n && k == other.k; }
+  bool bf16;  // part 2's bf16_gemm
+  bool operator==(const Shape& other) const {
+    return m == other.m && n == other.n && k == other.k && bf16 == other.bf16;
+  }
 };
 
 // A shape and the cases that have it: rungs of one shape differ only in the anchor they are
@@ -63,7 +68,8 @@ struct ShapeCases {
 std::vector<ShapeCases> distinct_shapes(const std::vector<labkit::Case>& cases) {
   std::vector<ShapeCases> shapes;
   for (const labkit::Case& c : cases) {
-    const Shape shape{int(c.integer("m")), int(c.n), int(c.integer("k"))};
+    const bool bf16 = c.has("gemm") && c.params.at("gemm") == "bf16";
+    const Shape shape{int(c.integer("m")), int(c.n), int(c.integer("k")), bf16};
     const auto same = std::find_if(shapes.begin(), shapes.end(), [&](const ShapeCases& s) { return s.shape == shape; });
     if (same == shapes.end())
       shapes.push_back({shape, c.input, c.name});
@@ -104,11 +110,73 @@ void bench_shape(const ShapeCases& cases) {
   }
 }
 
+struct Bf16Variant {
+  const char* name;
+  sgemm_anchors::Bf16GemmFn* run;
+};
+
+const Bf16Variant bf16_variants[] = {
+    {"cublasGemmEx (BF16, FP32 C)", sgemm_anchors::cublas_bf16_gemm},  // first: the others are compared with it
+    {"reference solution", bf16_gemm},
+    {"starter: FP32 tiled, BF16 in", sgemm_anchors::bf16_fp32_tiled},
+};
+
+__global__ void round_to_bf16_kernel(const float* in, size_t count, __nv_bfloat16* out) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
+    out[i] = __float2bfloat16_rn(in[i]);
+}
+
+// The case's distribution drawn in FP32 and rounded to BF16 on the GPU.
+DeviceBuffer<__nv_bfloat16> bf16_input(size_t count, const labkit::InputSpec& spec) {
+  const DeviceBuffer<float> floats(labkit::generate<float>(count, spec));
+  DeviceBuffer<__nv_bfloat16> out(count);
+  round_to_bf16_kernel<<<1024, 256>>>(floats.data(), count, out.data());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return out;
+}
+
+// Part 2's rows. Products of BF16 values are exact in FP32, so two FP32-accumulating GEMMs
+// differ only by their sums' rounding: the same bound as the SGEMM rows.
+void bench_bf16_shape(const ShapeCases& cases) {
+  const int m = cases.shape.m, n = cases.shape.n, k = cases.shape.k;
+  const double flop = 2.0 * m * n * k;
+  labkit::InputSpec b_input = cases.input;
+  ++b_input.seed;
+  DeviceBuffer<__nv_bfloat16> a = bf16_input(size_t(m) * k, cases.input);
+  DeviceBuffer<__nv_bfloat16> b = bf16_input(size_t(k) * n, b_input);
+  DeviceBuffer<float> c(size_t(m) * n);
+
+  std::printf("\n%s: m=%d n=%d k=%d (%.1f GFLOP), C = A B in BF16 with FP32 C (alpha 1, beta 0)\n",
+              cases.names.c_str(), m, n, k, flop * 1e-9);
+  std::vector<float> cublas_output;
+  double cublas_ms = 0;
+  for (const Bf16Variant& v : bf16_variants) {
+    const labkit::TimingStats t = labkit::time_call(
+        {[&](cudaStream_t stream) { v.run(m, n, k, 1.f, a.data(), b.data(), 0.f, c.data(), stream); },
+         [&](int) { c.poison(); }});
+    const std::vector<float> output = c.download();
+    if (cublas_output.empty()) {
+      cublas_output = output;
+      cublas_ms = t.ms.median;
+    }
+    const double tflops = flop / (t.ms.median * 1e-3) * 1e-12;
+    const bool right = worst_difference(cublas_output, output, k) <= 1;
+    std::printf("  %-28s %10.4f ms %8.2f TFLOP/s %7.1f%% of cuBLAS  (%zu samples, +-%.2f%%)%s\n", v.name,
+                t.ms.median, tflops, 100 * cublas_ms / t.ms.median, t.ms.count, 100 * t.ms.relative_error,
+                right ? "" : "  WRONG OUTPUT");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<labkit::Case> cases = labkit::benchmark_cases(argc, argv);
   labkit::start_benchmark();
-  for (const ShapeCases& shape : distinct_shapes(cases)) bench_shape(shape);
+  for (const ShapeCases& shape : distinct_shapes(cases)) {
+    if (shape.shape.bf16)
+      bench_bf16_shape(shape);
+    else
+      bench_shape(shape);
+  }
   return 0;
 }

@@ -5,11 +5,17 @@
 //   naive-coalesced    rung 1: the chapter's RunAsGpu_2, neighbouring threads on neighbouring columns
 //   tiled              rung 2: the tiled chapter's sgemm_kernel_v2, 32x32 shared-memory tiles
 //   cublas             rung 3: cublasSgemm in FP32 (TF32 off)
+// and part 2's (bf16_gemm, BF16 in, FP32 out):
+//   bf16 fp32 tiled    the part's starter, the chapter's tiled kernel reading BF16: not an
+//                      anchor, shown in the benchmark
+//   cublas bf16        every part 2 case's anchor: cublasGemmEx, BF16 inputs, FP32 C, FP32
+//                      compute (tensor cores with FP32 accumulators)
 #pragma once
 
 #include <labkit/cuda_check.h>
 
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdlib>
@@ -128,6 +134,47 @@ inline void cublas_sgemm(int m, int n, int k, float alpha, const float* d_a, con
 inline void cublas_sgemm_pedantic(int m, int n, int k, float alpha, const float* d_a, const float* d_b,
                                   float beta, float* d_c, cudaStream_t stream) {
   cublas_sgemm_with(CUBLAS_PEDANTIC_MATH, m, n, k, alpha, d_a, d_b, beta, d_c, stream);
+}
+
+using Bf16GemmFn = void(int m, int n, int k, float alpha, const __nv_bfloat16* d_a, const __nv_bfloat16* d_b,
+                        float beta, float* d_c, cudaStream_t stream);
+
+// Part 2's starter kernel: the chapter's tiled kernel with BF16 loads converted to FP32.
+__global__ void bf16_fp32_tiled_kernel(int m, int n, int k, float alpha, const __nv_bfloat16* a,
+                                       const __nv_bfloat16* b, float beta, float* c) {
+  __shared__ float tile_a[chapter_tile][chapter_tile];
+  __shared__ float tile_b[chapter_tile][chapter_tile];
+  const int col = blockIdx.x * chapter_tile + threadIdx.x;
+  const int row = blockIdx.y * chapter_tile + threadIdx.y;
+  float dot = 0.f;
+  for (int p0 = 0; p0 < k; p0 += chapter_tile) {
+    const int pa = p0 + threadIdx.x, pb = p0 + threadIdx.y;
+    tile_a[threadIdx.y][threadIdx.x] = row < m && pa < k ? __bfloat162float(a[size_t(row) * k + pa]) : 0.f;
+    tile_b[threadIdx.y][threadIdx.x] = pb < k && col < n ? __bfloat162float(b[size_t(pb) * n + col]) : 0.f;
+    __syncthreads();
+    for (int e = 0; e < chapter_tile; ++e) dot += tile_a[threadIdx.y][e] * tile_b[e][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < m && col < n) write_output(c, size_t(row) * n + col, alpha, dot, beta);
+}
+
+inline void bf16_fp32_tiled(int m, int n, int k, float alpha, const __nv_bfloat16* d_a, const __nv_bfloat16* d_b,
+                            float beta, float* d_c, cudaStream_t stream) {
+  const dim3 block(chapter_tile, chapter_tile);
+  bf16_fp32_tiled_kernel<<<dim3(blocks(n, chapter_tile), blocks(m, chapter_tile)), block, 0, stream>>>(
+      m, n, k, alpha, d_a, d_b, beta, d_c);
+}
+
+// cublasGemmEx with BF16 A and B, FP32 C and FP32 compute: cuBLAS runs it on the tensor cores
+// with FP32 accumulators (wgmma on an H100), the same arithmetic the contract asks for. Row-major
+// as in cublas_sgemm_with: the column-major C^T = B^T A^T.
+inline void cublas_bf16_gemm(int m, int n, int k, float alpha, const __nv_bfloat16* d_a, const __nv_bfloat16* d_b,
+                             float beta, float* d_c, cudaStream_t stream) {
+  cublasHandle_t handle = cublas_handle();
+  check_cublas(cublasSetStream(handle, stream), "cublasSetStream");
+  check_cublas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, d_b, CUDA_R_16BF, n, d_a,
+                            CUDA_R_16BF, k, &beta, d_c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx");
 }
 
 // The anchor a performance case names in its `anchor` field.

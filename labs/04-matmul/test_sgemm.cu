@@ -1,6 +1,8 @@
 // Lab 04 checks: the student's sgemm against a double-precision dot product on every dataset
 // case, then its speed against the anchor each performance case names (naive-coalesced,
-// tiled or cublas: see sgemm_anchors.cuh).
+// tiled or cublas: see sgemm_anchors.cuh). Part 2, bf16_gemm (the cases with `gemm: bf16`), the
+// same way against a bound on FP32 accumulation derived below, and timed against
+// cublasGemmEx.
 #include "sgemm.h"
 #include "sgemm_anchors.cuh"
 
@@ -9,8 +11,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <type_traits>
 
 namespace {
 
@@ -47,21 +52,30 @@ bool is_guard(float f) {
 }
 
 // A matrix on the device between two guard bands of NaN: reading past its ends poisons the
-// result and writing past them is detected.
+// result and writing past them is detected. The bands are 256 bytes whatever the element, so
+// the matrix keeps cudaMalloc's alignment.
+template <class T>
+T default_guard() {
+  if constexpr (std::is_same_v<T, float>) return guard_value();
+  else return T{};
+}
+
+template <class T = float>
 class GuardedMatrix {
 public:
-  explicit GuardedMatrix(const std::vector<float>& values)
-      : buffer_(with_guards(values)) {}
-  float* data() { return buffer_.data() + guard_floats(); }
-  std::vector<float> download_with_guards() const { return buffer_.download(); }
+  explicit GuardedMatrix(const std::vector<T>& values, T guard = default_guard<T>())
+      : buffer_(with_guards(values, guard)) {}
+  T* data() { return buffer_.data() + guards(); }
+  std::vector<T> download_with_guards() const { return buffer_.download(); }
+  static size_t guards() { return guard_floats() * sizeof(float) / sizeof(T); }
 
 private:
-  static std::vector<float> with_guards(const std::vector<float>& values) {
-    std::vector<float> all(values.size() + 2 * guard_floats(), guard_value());
-    std::copy(values.begin(), values.end(), all.begin() + guard_floats());
+  static std::vector<T> with_guards(const std::vector<T>& values, T guard) {
+    std::vector<T> all(values.size() + 2 * guards(), guard);
+    std::copy(values.begin(), values.end(), all.begin() + guards());
     return all;
   }
-  DeviceBuffer<float> buffer_;
+  DeviceBuffer<T> buffer_;
 };
 
 struct Operands {
@@ -271,8 +285,8 @@ std::string locate_in(const Shape& s, size_t index) {
 
 // Runs the student again with C zeroed instead of NaN: if the checked outputs are then free of
 // NaN, the NaN came from reading C, not from reading outside A or B.
-bool nan_goes_away_with_zero_c(const Shape& s, GuardedMatrix& d_a, GuardedMatrix& d_b, const Checked& checked) {
-  GuardedMatrix d_c(std::vector<float>(size_t(s.m) * s.n, 0.f));
+bool nan_goes_away_with_zero_c(const Shape& s, GuardedMatrix<>& d_a, GuardedMatrix<>& d_b, const Checked& checked) {
+  GuardedMatrix<> d_c(std::vector<float>(size_t(s.m) * s.n, 0.f));
   labkit::student<decltype(sgemm)>("sgemm")(s.m, s.n, s.k, s.alpha, d_a.data(), d_b.data(), s.beta, d_c.data(),
                                            nullptr);
   CUDA_CHECK_KERNELS(nullptr);
@@ -303,7 +317,7 @@ void check_sgemm(const Case& c) {
   const Shape s = shape_of(c);
   const Operands ops = make_operands(s, c.input);
   export_operands(c, s, ops);
-  GuardedMatrix d_a(ops.a), d_b(ops.b), d_c(ops.c);
+  GuardedMatrix<> d_a(ops.a), d_b(ops.b), d_c(ops.c);
   labkit::student<decltype(sgemm)>("sgemm")(s.m, s.n, s.k, s.alpha, d_a.data(), d_b.data(), s.beta, d_c.data(),
                                            nullptr);
   CUDA_CHECK_KERNELS(nullptr);
@@ -396,11 +410,364 @@ double bytes_moved(const Shape& s) {
   return sizeof(float) * (double(s.m) * s.k + double(s.k) * s.n + c_passes * s.m * s.n);
 }
 
+// ---- Part 2: bf16_gemm ------------------------------------------------------------------------
+
+// The cases of part 2 carry `gemm: bf16`; every other case is sgemm's.
+bool is_bf16_case(const Case& c) { return c.has("gemm") && c.params.at("gemm") == "bf16"; }
+bool is_sgemm_case(const Case& c) { return !is_bf16_case(c); }
+
+// float -> BF16, rounding to nearest even (the inputs are finite).
+uint16_t bf16_bits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+__nv_bfloat16 bf16_from_bits(uint16_t bits) {
+  __nv_bfloat16_raw raw;
+  raw.x = bits;
+  return __nv_bfloat16(raw);
+}
+
+float float_from_bf16_bits(uint16_t bits) {
+  const uint32_t wide = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, sizeof f);
+  return f;
+}
+
+constexpr uint16_t bf16_guard_bits = 0x7FC0u;  // a quiet NaN in BF16
+
+// The operands of a part 2 case: A and B drawn as for sgemm and rounded to BF16. `ops` holds
+// the BF16 values as floats (exactly), for the host's reference; `a` and `b` the BF16 bits.
+struct Bf16Operands {
+  Operands ops;
+  std::vector<__nv_bfloat16> a, b;
+};
+
+Bf16Operands make_bf16_operands(const Shape& s, const labkit::InputSpec& spec) {
+  Bf16Operands out;
+  out.ops = make_operands(s, spec);
+  const auto round = [](std::vector<float>& values, std::vector<__nv_bfloat16>& bf16) {
+    bf16.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      const uint16_t bits = bf16_bits(values[i]);
+      bf16[i] = bf16_from_bits(bits);
+      values[i] = float_from_bf16_bits(bits);
+    }
+  };
+  round(out.ops.a, out.a);
+  round(out.ops.b, out.b);
+  return out;
+}
+
+// The tolerance, derived rather than guessed. A and B hold BF16 values (8-bit significands),
+// so every product a_ik b_kj has at most 16 significant bits and is exact in FP32: the only
+// error of an FP32-accumulating GEMM is in its additions, then alpha's multiply and beta's
+// fused add. Summed in any order with FP32 additions rounded to nearest, k terms are off by at
+// most gamma_(k-1) sum |a_ik b_kj|, with gamma_j = j u / (1 - j u) and u = 2^-24 (Higham,
+// Accuracy and Stability, 3.1). Tensor cores do not round to nearest inside an MMA: they add
+// a group of g products and the running sum at once, aligning each addend to the largest and
+// dropping the bits shifted out, then truncate the sum. Every addend then loses less than
+// 2^-23 of the group's largest term and the sum less than 2^-23 of itself, both at most
+// S = sum |a_ik b_kj| (to first order), so a group costs under (g + 2) 2^-23 S and the k / g
+// groups under k (1 + 2 / g) 2u S: 3 k u S for groups of 4 (Fasi, Higham, Mikaitis and
+// Pranesh measured 4 to 8 on V100, T4 and A100), 4 k u S even for groups of 2. So gamma_(4k)
+// covers the tensor cores and any order of rounded FP32 additions alike. The double sum the checks
+// compare with is exact to 2^-53 relative per term, far below that.
+//   |c - c_exact| <= gamma_(4k) |alpha| sum_p |a_ip b_pj| + 2u |alpha (A B)_ij| + 2u |beta c_ij|
+// The last two terms: alpha's product, beta's product and the add, each rounded once.
+// What it rejects: a sum kept in BF16 (u = 2^-9) or FP16 (2^-12) is off by far more wherever
+// the terms share a sign (the `positive` cases, where sum |p| = |sum p| and the bound is a
+// relative 4 k u: 1.5e-4 at k = 640, while a BF16 running sum stalls once it is 2^8 times the
+// terms).
+double gamma_of(double terms) {
+  constexpr double unit_roundoff = 0x1.0p-24;
+  return terms * unit_roundoff / (1 - terms * unit_roundoff);
+}
+
+Expected bf16_expected_from(const Shape& s, double dot, double abs_sum, double old_c) {
+  constexpr double unit_roundoff = 0x1.0p-24;
+  const double value = double(s.alpha) * dot + double(s.beta) * old_c;
+  const double scaled_terms = std::fabs(s.alpha) * abs_sum;
+  const double tolerance = gamma_of(4.0 * s.k) * scaled_terms + 2 * unit_roundoff * std::fabs(s.alpha * dot) +
+                           2 * unit_roundoff * std::fabs(s.beta * old_c) + 1e-30;
+  return {value, tolerance, dot, scaled_terms + std::fabs(s.beta * old_c)};
+}
+
+Checked bf16_work_out(const Shape& s, const Operands& ops, uint64_t seed, size_t random_count) {
+  Checked checked;
+  checked.positions = checked_positions(s, seed, random_count);
+  std::vector<float> bt(size_t(s.n) * s.k);
+  for (int p = 0; p < s.k; ++p)
+    for (int col = 0; col < s.n; ++col) bt[size_t(col) * s.k + p] = ops.b[size_t(p) * s.n + col];
+  checked.expected.resize(checked.positions.size());
+  labkit::parallel_chunks(checked.positions.size(), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const size_t at = checked.positions[i], row = at / s.n, col = at % s.n;
+      const float* a_row = ops.a.data() + row * s.k;
+      const float* b_col = bt.data() + col * s.k;
+      double dot = 0, abs_sum = 0;
+      for (int p = 0; p < s.k; ++p) {
+        const double product = double(a_row[p]) * double(b_col[p]);  // exact
+        dot += product;
+        abs_sum += std::fabs(product);
+      }
+      checked.expected[i] = bf16_expected_from(s, dot, abs_sum, s.beta != 0 ? double(ops.c[at]) : 0.0);
+    }
+  });
+  return checked;
+}
+
+// The signatures of a sum kept in BF16 or FP16 along the way, among the checked elements that
+// are off (most of them must be). Strong: the wrong values themselves fit in 16 bits (their
+// FP32 significands end in 13 zero bits, which one FP32 result in 8192 does by chance: the sum
+// was rounded to 16 bits and widened at the end). Weak: every error is a small share of the
+// terms' size, which a sum missing a few terms (a skipped partial tile) also gives.
+enum class SixteenBit { no, values, small_errors };
+
+SixteenBit sixteen_bit_sums(const Checked& checked, const std::vector<float>& c) {
+  size_t off = 0, off_nonzero = 0, off_sixteen_bit = 0;
+  bool all_small = true;
+  for (size_t i = 0; i < checked.positions.size(); ++i) {
+    const Expected& e = checked.expected[i];
+    const float got = c[checked.positions[i]];
+    const double error = std::fabs(double(got) - e.value);
+    if (std::isnan(error)) return SixteenBit::no;
+    if (error <= e.tolerance) continue;
+    ++off;
+    all_small = all_small && error <= e.scale * 0x1.0p-4;
+    uint32_t bits;
+    std::memcpy(&bits, &got, sizeof bits);
+    if (got != 0.f) {
+      ++off_nonzero;
+      off_sixteen_bit += (bits & 0x1FFFu) == 0;
+    }
+  }
+  if (off * 2 <= checked.positions.size()) return SixteenBit::no;
+  if (off_nonzero > 0 && off_sixteen_bit * 10 >= off_nonzero * 9) return SixteenBit::values;
+  return all_small ? SixteenBit::small_errors : SixteenBit::no;
+}
+
+// The product A B' where every 16x16 block of B (or of A) is transposed in place: what a
+// fragment loaded with the other layout (wmma::col_major for a row-major tile, or ldmatrix
+// without .trans for B) multiplies. Only for shapes made of whole 16x16 blocks.
+bool matches_blocks_transposed(const Shape& s, const Operands& ops, const Checked& checked, const std::vector<float>& c,
+                               bool transpose_b) {
+  if (s.m % 16 != 0 || s.n % 16 != 0 || s.k % 16 != 0) return false;
+  size_t right = 0;
+  for (size_t i = 0; i < checked.positions.size(); ++i) {
+    const size_t at = checked.positions[i];
+    const int row = int(at / s.n), col = int(at % s.n);
+    double dot = 0;
+    for (int p = 0; p < s.k; ++p) {
+      double a, b;
+      if (transpose_b) {
+        const int p0 = p / 16 * 16, c0 = col / 16 * 16;
+        a = ops.a[size_t(row) * s.k + p];
+        b = ops.b[size_t(p0 + (col - c0)) * s.n + c0 + (p - p0)];
+      } else {
+        const int r0 = row / 16 * 16, p0 = p / 16 * 16;
+        a = ops.a[size_t(r0 + (p - p0)) * s.k + p0 + (row - r0)];
+        b = ops.b[size_t(p) * s.n + col];
+      }
+      dot += a * b;
+    }
+    const double old_c = s.beta != 0 ? double(ops.c[at]) : 0.0;
+    const double want = double(s.alpha) * dot + double(s.beta) * old_c;
+    right += std::fabs(double(c[at]) - want) <= checked.expected[i].tolerance;
+  }
+  return right * 10 >= checked.positions.size() * 9;
+}
+
+// Part 2's whole tiles as the README's kernels use them: 128x128 blocks, k in steps of 32.
+bool bf16_tile_multiple(const Shape& s) { return s.m % 128 == 0 && s.n % 128 == 0 && s.k % 32 == 0; }
+
+std::string diagnose_bf16(const Shape& s, const Operands& ops, const Checked& checked, const std::vector<float>& c,
+                          size_t guard_writes, bool nan_from_c) {
+  if (guard_writes != 0)
+    return std::to_string(guard_writes) + " floats just outside C were overwritten: edge tiles write outside "
+           "the matrix (hint: store a fragment's values only where row < m and col < n; a whole 16x16 "
+           "store_matrix_sync at the edge writes past it)";
+  size_t nans = 0;
+  for (size_t at : checked.positions) nans += std::isnan(c[at]);
+  if (nans != 0 && nan_from_c)
+    return "NaN in the output: C held NaN before the call and beta is 0, so C must not be read "
+           "(0 * NaN is NaN; with C zeroed the NaN goes away)";
+  if (nans != 0)
+    return "NaN in the output: edge tiles read outside A or B (the memory just outside them holds NaN; "
+           "hint: fill the shared-memory tile with zeros past row m, column n and depth k, e.g. cp.async "
+           "with a source size of 0, rather than loading a whole 16-byte vector at the edge)";
+  if (s.alpha != 1 || s.beta != 0) {
+    const std::string mistake = scalar_mistake(checked, ops, s, c);
+    if (!mistake.empty()) return mistake;
+  }
+  if (matches_blocks_transposed(s, ops, checked, c, true))
+    return "C is A times B with every 16x16 block of B transposed: B's fragments are read with the wrong "
+           "layout (hint: B is row-major, k by n: wmma::matrix_b with wmma::row_major and the tile's width "
+           "as leading dimension; with mma.sync, ldmatrix .trans for a k-major B tile)";
+  if (matches_blocks_transposed(s, ops, checked, c, false))
+    return "C is A times B with every 16x16 block of A transposed: A's fragments are read with the wrong "
+           "layout (hint: A is row-major, m by k: wmma::matrix_a with wmma::row_major and the tile's depth "
+           "as leading dimension; with mma.sync, ldmatrix without .trans)";
+  const std::string sixteen_bit_hint =
+      "values are close but not FP32-accurate: the sums look rounded to BF16 or FP16 along the way "
+      "(hint: keep the accumulators in FP32, wmma::fragment<wmma::accumulator, 16, 16, 16, float> or "
+      "mma.sync's .f32 accumulators; only the inputs are BF16)";
+  const SixteenBit sums = sixteen_bit_sums(checked, c);
+  if (sums == SixteenBit::values) return sixteen_bit_hint;
+  if (!bf16_tile_multiple(s))
+    return "correct on tile multiples only? edge tiles read or write outside the matrix (hint: m, n and k "
+           "here are not multiples of your tiles, k may be odd: zero-fill the partial tiles, and take a "
+           "checked path where a row of A or B is not 16-byte aligned)";
+  if (sums == SixteenBit::small_errors) return sixteen_bit_hint;
+  return "wrong values (hint: check each fragment's layout and leading dimension, that every k-tile is "
+         "added once, that the copies of a stage have landed before it is read (cp.async.wait_group, then "
+         "__syncthreads), and that you accumulate in FP32)";
+}
+
+void check_bf16_gemm(const Case& c) {
+  const Shape s = shape_of(c);
+  const Bf16Operands in = make_bf16_operands(s, c.input);
+  export_operands(c, s, in.ops);  // A and B as float32 arrays holding the BF16 values exactly
+  const __nv_bfloat16 guard = bf16_from_bits(bf16_guard_bits);
+  GuardedMatrix<__nv_bfloat16> d_a(in.a, guard), d_b(in.b, guard);
+  GuardedMatrix<> d_c(in.ops.c);
+  const auto student = labkit::student<decltype(bf16_gemm)>("bf16_gemm");
+  student(s.m, s.n, s.k, s.alpha, d_a.data(), d_b.data(), s.beta, d_c.data(), nullptr);
+  CUDA_CHECK_KERNELS(nullptr);
+
+  const std::vector<float> with_guards = d_c.download_with_guards();
+  const std::vector<float> actual(with_guards.begin() + guard_floats(), with_guards.end() - guard_floats());
+  const Checked checked = bf16_work_out(s, in.ops, c.input.seed, 4096);
+  const labkit::Comparison comparison = compare(checked, actual);
+  const size_t guard_writes = count_guard_writes(with_guards);
+  const bool ok = comparison.ok() && guard_writes == 0;
+  bool nan_from_c = false;
+  if (!ok && s.beta == 0) {
+    // Again with C zeroed: if the checked outputs are then free of NaN, the NaN came from C.
+    GuardedMatrix<> zeroed(std::vector<float>(size_t(s.m) * s.n, 0.f));
+    student(s.m, s.n, s.k, s.alpha, d_a.data(), d_b.data(), s.beta, zeroed.data(), nullptr);
+    CUDA_CHECK_KERNELS(nullptr);
+    const std::vector<float> again = zeroed.download_with_guards();
+    nan_from_c = std::none_of(checked.positions.begin(), checked.positions.end(),
+                              [&](size_t at) { return std::isnan(again[guard_floats() + at]); });
+  }
+  labkit::verdict(c, ok,
+                  ok ? "" : diagnose_bf16(s, in.ops, checked, actual, guard_writes, nan_from_c) + ". " +
+                                comparison.describe([&](size_t i) { return locate_in(s, i); }));
+}
+
+// For each position of C, its dot product and the sum of its products' magnitudes in double,
+// from the BF16 operands: one warp per element, as dot_products_kernel.
+__global__ void bf16_dot_products_kernel(const __nv_bfloat16* a, const __nv_bfloat16* b, int n, int k,
+                                         const size_t* positions, size_t count, double2* out) {
+  const size_t warp = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= count) return;
+  const size_t row = positions[warp] / n, col = positions[warp] % n;
+  double dot = 0, abs_sum = 0;
+  for (int p = lane; p < k; p += 32) {
+    const double product = double(__bfloat162float(a[row * k + p])) * double(__bfloat162float(b[size_t(p) * n + col]));
+    dot += product;
+    abs_sum += fabs(product);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    dot += __shfl_down_sync(0xffffffffu, dot, offset);
+    abs_sum += __shfl_down_sync(0xffffffffu, abs_sum, offset);
+  }
+  if (lane == 0) out[warp] = make_double2(dot, abs_sum);
+}
+
+__global__ void round_to_bf16_kernel(const float* in, size_t count, __nv_bfloat16* out) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
+    out[i] = __float2bfloat16_rn(in[i]);
+}
+
+// A timed BF16 input: the case's distribution drawn in FP32 on the GPU (the harness's
+// generators make floats), then rounded to BF16 there, both out of the submission's reach.
+labkit::FreshInput<__nv_bfloat16>::Generator bf16_generator(size_t count, const labkit::InputSpec& spec) {
+  auto floats = std::make_shared<DeviceBuffer<float>>(count);
+  return [floats, count, spec](__nv_bfloat16* out, uint64_t seed, cudaStream_t stream) {
+    labkit::InputSpec fresh = spec;
+    fresh.seed = seed;
+    labkit::generate_on_device(floats->data(), count, fresh, stream);
+    round_to_bf16_kernel<<<1024, 256, 0, stream>>>(floats->data(), count, out);
+  };
+}
+
+// A timed call's buffers for part 2: A and B drawn afresh for every call (BF16), the C it
+// writes (beta is 0: poisoned, not drawn), and the checked elements of C, new for every call.
+struct Bf16PerfBuffers {
+  explicit Bf16PerfBuffers(const Case& c)
+      : shape(shape_of(c)), a(size_t(shape.m) * shape.k, bf16_generator(size_t(shape.m) * shape.k, c.input)),
+        b(size_t(shape.k) * shape.n, bf16_generator(size_t(shape.k) * shape.n, c.input)),
+        d_c(size_t(shape.m) * shape.n) {}
+
+  std::pair<Checked, std::vector<float>> check() const {
+    Checked checked;
+    checked.positions = checked_positions(shape, labkit::secret_seed(), 1024);
+    const size_t count = checked.positions.size();
+    const DeviceBuffer<size_t> d_positions(checked.positions);
+    DeviceBuffer<double2> d_sums(count);
+    DeviceBuffer<float> d_got(count);
+    bf16_dot_products_kernel<<<unsigned((count * 32 + 255) / 256), 256>>>(a.drawn(), b.drawn(), shape.n, shape.k,
+                                                                           d_positions.data(), count, d_sums.data());
+    gather_kernel<<<unsigned((count + 255) / 256), 256>>>(d_c.collected_data(), d_positions.data(), count,
+                                                          d_got.data());
+    CUDA_CHECK_KERNELS(nullptr);
+    for (const double2& sums : d_sums.download())
+      checked.expected.push_back(bf16_expected_from(shape, sums.x, sums.y, 0));
+    return {checked, d_got.download()};
+  }
+
+  Shape shape;
+  labkit::FreshInput<__nv_bfloat16> a, b;
+  labkit::TimedOutput<float> d_c;
+};
+
+labkit::PerfSubject bf16_perf_subject(labkit::Function<decltype(bf16_gemm)> fn, Bf16PerfBuffers& in) {
+  return {labkit::timed_call([fn, &in](cudaStream_t stream) {
+                               const Shape& s = in.shape;
+                               fn(s.m, s.n, s.k, s.alpha, in.a.data(), in.b.data(), s.beta, in.d_c.data(), stream);
+                             },
+                             {&in.a, &in.b}, {&in.d_c}),
+          [&in] {
+            const auto checked_and_got = in.check();
+            const std::vector<float>& got = checked_and_got.second;
+            return compare_checked(checked_and_got.first, [&got](size_t i) { return got[i]; }).describe();
+          }};
+}
+
+// A correct call no faster than the CUDA cores' FP32 peak could be: its multiply-adds are
+// (most likely) not on the tensor cores, the part's lesson.
+labkit::PerfHint cuda_core_speed_hint(double flops) {
+  const double peak_gflops = labkit::current_device().peak_fp32_gflops;
+  return [flops, peak_gflops](double student_ms) -> std::string {
+    const double gflops = flops / (student_ms * 1e6);
+    if (peak_gflops <= 0 || gflops > peak_gflops) return "";
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "%.1f TFLOP/s is no more than this GPU's FP32 peak (%.1f TFLOP/s): the multiply-adds run on the "
+                  "CUDA cores, not the tensor cores (README, part 2: WMMA, then mma.sync with ldmatrix)",
+                  gflops / 1e3, peak_gflops / 1e3);
+    return text;
+  };
+}
+
+// Minimum traffic: A and B read once (2 bytes an element), C written once.
+double bf16_bytes_moved(const Shape& s) {
+  return 2.0 * (double(s.m) * s.k + double(s.k) * s.n) + sizeof(float) * double(s.m) * s.n;
+}
+
 }  // namespace
 
 TEST_SUITE("correctness") {
   TEST_CASE("sgemm matches a double-precision dot product") {
-    labkit::for_each_correctness_case([](const Case& c) { check_sgemm(c); });
+    labkit::for_each_correctness_case([](const Case& c) { check_sgemm(c); }, is_sgemm_case);
+  }
+  TEST_CASE("bf16_gemm matches a double-precision dot product within FP32 accumulation's bound") {
+    labkit::for_each_correctness_case([](const Case& c) { check_bf16_gemm(c); }, is_bf16_case);
   }
 }
 
@@ -419,6 +786,22 @@ TEST_SUITE("performance") {
       if (anchor_name != "cublas") library = {"cublasSgemm (FP32)", perf_subject(sgemm_anchors::cublas_sgemm, buffers)};
       labkit::measure_performance(c, work, perf_subject(labkit::student<decltype(sgemm)>("sgemm"), buffers),
                                   perf_subject(sgemm_anchors::by_name(anchor_name), buffers), library);
-    });
+    }, is_sgemm_case);
+  }
+  TEST_CASE("bf16_gemm speed against cublasGemmEx") {
+    labkit::for_each_timed_case([&](const Case& c) {
+      // beta = 0: C is poisoned before every sample.
+      Bf16PerfBuffers buffers(c);
+      const Shape& s = buffers.shape;
+      std::printf("%s: %dx%dx%d (m x n x k), %.1f GFLOP, BF16 in, FP32 out, ratio = cublasGemmEx time / your "
+                  "time\n", c.name.c_str(), s.m, s.n, s.k, 2e-9 * s.m * s.n * s.k);
+      // Tensor-core work: no FP32-peak floor (its `flops`), only the bandwidth floor; the
+      // reports count the multiply-adds as the README and the benchmark do.
+      const labkit::Work work(bf16_bytes_moved(s), 0, 2.0 * s.m * s.n * s.k);
+      labkit::measure_performance(c, work,
+                                  bf16_perf_subject(labkit::student<decltype(bf16_gemm)>("bf16_gemm"), buffers),
+                                  bf16_perf_subject(sgemm_anchors::cublas_bf16_gemm, buffers), {},
+                                  cuda_core_speed_hint(work.shown_flops));
+    }, is_bf16_case);
   }
 }
