@@ -23,13 +23,6 @@ constexpr double starter_at_most = 30;
 constexpr double chapter_at_least = 70, chapter_at_most = 85;
 constexpr double reference_at_least = 99.5;
 
-// Where the chapter's own technique already reaches what the lab measures, it may earn full
-// marks; each exception says why (and grading/policy/README.md repeats it).
-const std::map<std::string, std::string> chapter_may_reach_full_marks = {
-    {"11", "the chapter's 16 chunks on four streams already overlap copies and kernel, and come within "
-           "a few percent of the reference's time: closer than a timed ratio can fairly tell apart"},
-};
-
 }  // namespace
 
 TEST_CASE("each lab's rubric gives its starter, its chapter and its reference what the policy says") {
@@ -51,9 +44,8 @@ TEST_CASE("each lab's rubric gives its starter, its chapter and its reference wh
       // 0.05: shares of the correctness points can add up to 30.000001.
       if (tier == "starter") CHECK_MESSAGE(points <= starter_at_most + 0.05, "the unchanged starter earns " << points);
       if (tier == "reference") CHECK_MESSAGE(points >= reference_at_least, "the reference earns " << points);
-      const bool may_reach_full = chapter_may_reach_full_marks.count(lab.id) > 0;
       if (tier == "chapter")
-        CHECK_MESSAGE((points >= chapter_at_least && (points <= chapter_at_most || may_reach_full)),
+        CHECK_MESSAGE(points >= chapter_at_least && points <= chapter_at_most,
                       "the chapter's technique earns " << points << ", not " << chapter_at_least << "-"
                                                        << chapter_at_most);
     }

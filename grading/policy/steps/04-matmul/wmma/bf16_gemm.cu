@@ -4,7 +4,7 @@
 // The starter's part 2 multiplies BF16 with FP32 FMAs on the CUDA cores. Here each warp holds
 // 2 x 4 accumulator fragments of 16x16 (nvcuda::wmma, FP32) for a 32x64 slice of a 128x128
 // block tile; per k-tile of 32 the block copies A's 128x32 and B's 32x128 into shared memory
-// as BF16 (zeros past the matrix's edge), and each warp loads its A and B fragments from there
+// as BF16, 16 bytes a load (zeros past the matrix's edge), and each warp loads its A and B fragments from there
 // (row-major both, A's leading dimension the tile's depth, B's the tile's width) and issues
 // wmma::mma_sync. The accumulators go out through a 16x16 staging tile per warp in shared
 // memory, so the last partial tiles are stored element by element, and alpha and beta are
@@ -28,6 +28,29 @@ constexpr int fragment = 16;
 constexpr int a_stride = tile_depth + 8;  // padded rows: fewer bank conflicts in load_matrix_sync
 constexpr int b_stride = block_cols + 8;
 
+// Copies rows [row0, row0 + rows) and columns [col0, col0 + cols) of the row-major matrix
+// `source` (rows x columns) into `tile` (row stride `stride`), zeros past the matrix's edge.
+// Eight values (16 bytes) a load where the whole chunk is inside the matrix and its rows are
+// 16-byte aligned, one at a time elsewhere: WMMA reads shared memory, so how the tile gets
+// there is plain CUDA, and 2-byte loads would leave the tensor cores waiting.
+__device__ void copy_tile(__nv_bfloat16* tile, int stride, const __nv_bfloat16* source, int rows_total,
+                          int columns, int row0, int col0, int rows, int cols) {
+  constexpr int chunk = 8;
+  const bool aligned_rows = columns % chunk == 0;
+  const __nv_bfloat16 zero = __float2bfloat16(0.f);
+  for (int e = threadIdx.x; e < rows * cols / chunk; e += threads) {
+    const int r = e / (cols / chunk), col = e % (cols / chunk) * chunk;
+    const int gr = row0 + r, gc = col0 + col;
+    __nv_bfloat16* into = tile + r * stride + col;
+    if (aligned_rows && gr < rows_total && gc + chunk <= columns) {
+      *reinterpret_cast<uint4*>(into) = *reinterpret_cast<const uint4*>(source + size_t(gr) * columns + gc);
+      continue;
+    }
+    for (int i = 0; i < chunk; ++i)
+      into[i] = gr < rows_total && gc + i < columns ? source[size_t(gr) * columns + gc + i] : zero;
+  }
+}
+
 __global__ void __launch_bounds__(threads) bf16_gemm_wmma_kernel(int m, int n, int k, float alpha,
                                                                  const __nv_bfloat16* a, const __nv_bfloat16* b,
                                                                  float beta, float* c) {
@@ -48,18 +71,9 @@ __global__ void __launch_bounds__(threads) bf16_gemm_wmma_kernel(int m, int n, i
 #pragma unroll
     for (auto& f : row) wmma::fill_fragment(f, 0.f);
 
-  const __nv_bfloat16 zero = __float2bfloat16(0.f);
   for (int k0 = 0; k0 < k; k0 += tile_depth) {
-    for (int e = threadIdx.x; e < block_rows * tile_depth; e += threads) {
-      const int r = e / tile_depth, kk = e % tile_depth;
-      const int gr = row0 + r, gk = k0 + kk;
-      tile_a[r * a_stride + kk] = gr < m && gk < k ? a[size_t(gr) * k + gk] : zero;
-    }
-    for (int e = threadIdx.x; e < tile_depth * block_cols; e += threads) {
-      const int kk = e / block_cols, col = e % block_cols;
-      const int gk = k0 + kk, gc = col0 + col;
-      tile_b[kk * b_stride + col] = gk < k && gc < n ? b[size_t(gk) * n + gc] : zero;
-    }
+    copy_tile(tile_a, a_stride, a, m, k, row0, k0, block_rows, tile_depth);
+    copy_tile(tile_b, b_stride, b, k, n, k0, col0, tile_depth, block_cols);
     __syncthreads();
     for (int kk = 0; kk < tile_depth; kk += fragment) {
       wmma::fragment<wmma::matrix_a, fragment, fragment, fragment, __nv_bfloat16, wmma::row_major>
