@@ -523,7 +523,7 @@ labkit::PerfRequirement work_split_required(const OwnSpeedup& s) {
 // Advice for a split that works but gains little, in a solver still as slow as the chapter's
 // kernels: there the work is memory-bound and should nearly halve on two GPUs. A blocked
 // solver (tens of TFLOP/s) gains less for another reason, the fixed cost of each block step
-// (the reference: 1.36x at n = 12288), and gets no such advice.
+// (the reference's speed-up in the benchmark's output), and gets no such advice.
 labkit::PerfHint uneven_split_hint(const OwnSpeedup& s, int n) {
   return [s, n](double student_ms) {
     const double tflops = solve_tflops(n, student_ms);

@@ -513,8 +513,9 @@ labkit::PerfHint bus_bandwidth_hint(double bytes, double below_gbps, int decimal
 
 // Host staging caps the bus bandwidth at what PCIe and the CPUs' memory move, far below
 // NVLink's: a slow time says which of the two designs the code is. By our clock each call
-// also pays the ranks' round trip (about 0.35 ms on 2 x H200), which holds NCCL itself to
-// about 28 GB/s at 16 MiB; staging measured 2.5 GB/s there and 1.1 GB/s at 256 MiB.
+// also pays the ranks' round trip, which holds even NCCL far below its in-process rate at
+// 16 MiB (docs/design/13-allreduce.md has the one-off figures), so the thresholds sit far
+// below both.
 labkit::PerfHint mpi_hint(double bytes) {
   return bus_bandwidth_hint(bytes, 15, 1,
                             " is what staging through host memory gets: every byte crosses PCIe twice and MPI adds "
