@@ -79,21 +79,15 @@ std::vector<ShapeCases> distinct_shapes(const std::vector<labkit::Case>& cases) 
   return shapes;
 }
 
-// B is drawn like A, from the next seed.
-void bench_shape(const ShapeCases& cases) {
-  const int m = cases.shape.m, n = cases.shape.n, k = cases.shape.k;
+// One row per variant on the shape: its median time, TFLOP/s and share of the first variant's
+// (cuBLAS's) rate, and whether its output agrees with cuBLAS's within the sums' rounding.
+template <typename Variant, size_t count, typename T>
+void print_rows(const Variant (&rows)[count], int m, int n, int k, const DeviceBuffer<T>& a,
+                const DeviceBuffer<T>& b, DeviceBuffer<float>& c) {
   const double flop = 2.0 * m * n * k;
-  labkit::InputSpec b_input = cases.input;
-  ++b_input.seed;
-  DeviceBuffer<float> a(labkit::generate<float>(size_t(m) * k, cases.input));
-  DeviceBuffer<float> b(labkit::generate<float>(size_t(k) * n, b_input));
-  DeviceBuffer<float> c(size_t(m) * n);
-
-  std::printf("\n%s: m=%d n=%d k=%d (%.1f GFLOP), C = A B (alpha 1, beta 0)\n", cases.names.c_str(), m, n, k,
-              flop * 1e-9);
   std::vector<float> cublas_output;
   double cublas_ms = 0;
-  for (const Variant& v : variants) {
+  for (const Variant& v : rows) {
     const labkit::TimingStats t = labkit::time_call(
         {[&](cudaStream_t stream) { v.run(m, n, k, 1.f, a.data(), b.data(), 0.f, c.data(), stream); },
          [&](int) { c.poison(); }});
@@ -110,6 +104,21 @@ void bench_shape(const ShapeCases& cases) {
   }
 }
 
+// B is drawn like A, from the next seed.
+void bench_shape(const ShapeCases& cases) {
+  const int m = cases.shape.m, n = cases.shape.n, k = cases.shape.k;
+  const double flop = 2.0 * m * n * k;
+  labkit::InputSpec b_input = cases.input;
+  ++b_input.seed;
+  DeviceBuffer<float> a(labkit::generate<float>(size_t(m) * k, cases.input));
+  DeviceBuffer<float> b(labkit::generate<float>(size_t(k) * n, b_input));
+  DeviceBuffer<float> c(size_t(m) * n);
+
+  std::printf("\n%s: m=%d n=%d k=%d (%.1f GFLOP), C = A B (alpha 1, beta 0)\n", cases.names.c_str(), m, n, k,
+              flop * 1e-9);
+  print_rows(variants, m, n, k, a, b, c);
+}
+
 struct Bf16Variant {
   const char* name;
   sgemm_anchors::Bf16GemmFn* run;
@@ -121,16 +130,11 @@ const Bf16Variant bf16_variants[] = {
     {"starter: FP32 tiled, BF16 in", sgemm_anchors::bf16_fp32_tiled},
 };
 
-__global__ void round_to_bf16_kernel(const float* in, size_t count, __nv_bfloat16* out) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
-    out[i] = __float2bfloat16_rn(in[i]);
-}
-
 // The case's distribution drawn in FP32 and rounded to BF16 on the GPU.
 DeviceBuffer<__nv_bfloat16> bf16_input(size_t count, const labkit::InputSpec& spec) {
   const DeviceBuffer<float> floats(labkit::generate<float>(count, spec));
   DeviceBuffer<__nv_bfloat16> out(count);
-  round_to_bf16_kernel<<<1024, 256>>>(floats.data(), count, out.data());
+  sgemm_anchors::round_to_bf16_kernel<<<1024, 256>>>(floats.data(), count, out.data());
   CUDA_CHECK(cudaDeviceSynchronize());
   return out;
 }
@@ -148,23 +152,7 @@ void bench_bf16_shape(const ShapeCases& cases) {
 
   std::printf("\n%s: m=%d n=%d k=%d (%.1f GFLOP), C = A B in BF16 with FP32 C (alpha 1, beta 0)\n",
               cases.names.c_str(), m, n, k, flop * 1e-9);
-  std::vector<float> cublas_output;
-  double cublas_ms = 0;
-  for (const Bf16Variant& v : bf16_variants) {
-    const labkit::TimingStats t = labkit::time_call(
-        {[&](cudaStream_t stream) { v.run(m, n, k, 1.f, a.data(), b.data(), 0.f, c.data(), stream); },
-         [&](int) { c.poison(); }});
-    const std::vector<float> output = c.download();
-    if (cublas_output.empty()) {
-      cublas_output = output;
-      cublas_ms = t.ms.median;
-    }
-    const double tflops = flop / (t.ms.median * 1e-3) * 1e-12;
-    const bool right = worst_difference(cublas_output, output, k) <= 1;
-    std::printf("  %-28s %10.4f ms %8.2f TFLOP/s %7.1f%% of cuBLAS  (%zu samples, +-%.2f%%)%s\n", v.name,
-                t.ms.median, tflops, 100 * cublas_ms / t.ms.median, t.ms.count, 100 * t.ms.relative_error,
-                right ? "" : "  WRONG OUTPUT");
-  }
+  print_rows(bf16_variants, m, n, k, a, b, c);
 }
 
 }  // namespace

@@ -334,74 +334,36 @@ void check_sgemm(const Case& c) {
                                 comparison.describe([&](size_t i) { return locate_in(s, i); }));
 }
 
-// For each position of C, its dot product in double and the sum of its products' squares: one
-// warp per element, so that every timed call's drawn operands are checked without copying
-// them to the host.
-__global__ void dot_products_kernel(const float* a, const float* b, int n, int k, const size_t* positions,
-                                    size_t count, double2* out) {
+__device__ double as_double(float v) { return v; }
+__device__ double as_double(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// For each position of C, its dot product in double and beside it what the operands' error
+// bound reads: the sum of the products' squares for FP32 (expected_from), of their magnitudes
+// for BF16 (bf16_expected_from). One warp per element, so that every timed call's drawn
+// operands are checked without copying them to the host.
+template <typename T>
+__global__ void dot_products_kernel(const T* a, const T* b, int n, int k, const size_t* positions, size_t count,
+                                    double2* out) {
   const size_t warp = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (warp >= count) return;
   const size_t row = positions[warp] / n, col = positions[warp] % n;
-  double dot = 0, sum_of_squares = 0;
+  double dot = 0, spread = 0;
   for (int p = lane; p < k; p += 32) {
-    const double product = double(a[row * k + p]) * double(b[size_t(p) * n + col]);
+    const double product = as_double(a[row * k + p]) * as_double(b[size_t(p) * n + col]);
     dot += product;
-    sum_of_squares += product * product;
+    spread += std::is_same_v<T, float> ? product * product : fabs(product);
   }
   for (int offset = 16; offset > 0; offset /= 2) {
     dot += __shfl_down_sync(0xffffffffu, dot, offset);
-    sum_of_squares += __shfl_down_sync(0xffffffffu, sum_of_squares, offset);
+    spread += __shfl_down_sync(0xffffffffu, spread, offset);
   }
-  if (lane == 0) out[warp] = make_double2(dot, sum_of_squares);
+  if (lane == 0) out[warp] = make_double2(dot, spread);
 }
 
 __global__ void gather_kernel(const float* c, const size_t* positions, size_t count, float* out) {
   const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i < count) out[i] = c[positions[i]];
-}
-
-// A timed call's buffers (labkit/fresh_input.h): A and B drawn afresh for every call, the C it
-// writes (beta is 0, so C is poisoned, not drawn), and the elements of C checked after it:
-// the edges and 1024 random positions, new for every call.
-struct PerfBuffers {
-  explicit PerfBuffers(const Case& c)
-      : shape(shape_of(c)), a(size_t(shape.m) * shape.k, c.input), b(size_t(shape.k) * shape.n, c.input),
-        d_c(size_t(shape.m) * shape.n) {}
-
-  // The checked positions for the drawn operands, worked out on the GPU, and what C held there.
-  std::pair<Checked, std::vector<float>> check() const {
-    Checked checked;
-    checked.positions = checked_positions(shape, labkit::secret_seed(), 1024);
-    const size_t count = checked.positions.size();
-    const DeviceBuffer<size_t> d_positions(checked.positions);
-    DeviceBuffer<double2> d_sums(count);
-    DeviceBuffer<float> d_got(count);
-    dot_products_kernel<<<unsigned((count * 32 + 255) / 256), 256>>>(a.drawn(), b.drawn(), shape.n, shape.k,
-                                                                      d_positions.data(), count, d_sums.data());
-    gather_kernel<<<unsigned((count + 255) / 256), 256>>>(d_c.collected_data(), d_positions.data(), count,
-                                                          d_got.data());
-    CUDA_CHECK_KERNELS(nullptr);
-    for (const double2& sums : d_sums.download()) checked.expected.push_back(expected_from(shape, sums.x, sums.y, 0));
-    return {checked, d_got.download()};
-  }
-
-  Shape shape;
-  labkit::FreshInput<float> a, b;
-  labkit::TimedOutput<float> d_c;
-};
-
-labkit::PerfSubject perf_subject(labkit::Function<decltype(sgemm)> fn, PerfBuffers& in) {
-  return {labkit::timed_call([fn, &in](cudaStream_t stream) {
-                               const Shape& s = in.shape;
-                               fn(s.m, s.n, s.k, s.alpha, in.a.data(), in.b.data(), s.beta, in.d_c.data(), stream);
-                             },
-                             {&in.a, &in.b}, {&in.d_c}),
-          [&in] {
-            const auto checked_and_got = in.check();
-            const std::vector<float>& got = checked_and_got.second;
-            return compare_checked(checked_and_got.first, [&got](size_t i) { return got[i]; }).describe();
-          }};
 }
 
 // Minimum traffic: A and B read once, C written once (and read first when beta != 0).
@@ -658,32 +620,6 @@ void check_bf16_gemm(const Case& c) {
                                 comparison.describe([&](size_t i) { return locate_in(s, i); }));
 }
 
-// For each position of C, its dot product and the sum of its products' magnitudes in double,
-// from the BF16 operands: one warp per element, as dot_products_kernel.
-__global__ void bf16_dot_products_kernel(const __nv_bfloat16* a, const __nv_bfloat16* b, int n, int k,
-                                         const size_t* positions, size_t count, double2* out) {
-  const size_t warp = (blockIdx.x * size_t(blockDim.x) + threadIdx.x) / 32;
-  const int lane = threadIdx.x % 32;
-  if (warp >= count) return;
-  const size_t row = positions[warp] / n, col = positions[warp] % n;
-  double dot = 0, abs_sum = 0;
-  for (int p = lane; p < k; p += 32) {
-    const double product = double(__bfloat162float(a[row * k + p])) * double(__bfloat162float(b[size_t(p) * n + col]));
-    dot += product;
-    abs_sum += fabs(product);
-  }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    dot += __shfl_down_sync(0xffffffffu, dot, offset);
-    abs_sum += __shfl_down_sync(0xffffffffu, abs_sum, offset);
-  }
-  if (lane == 0) out[warp] = make_double2(dot, abs_sum);
-}
-
-__global__ void round_to_bf16_kernel(const float* in, size_t count, __nv_bfloat16* out) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
-    out[i] = __float2bfloat16_rn(in[i]);
-}
-
 // A timed BF16 input: the case's distribution drawn in FP32 on the GPU (the harness's
 // generators make floats), then rounded to BF16 there, both out of the submission's reach.
 labkit::FreshInput<__nv_bfloat16>::Generator bf16_generator(size_t count, const labkit::InputSpec& spec) {
@@ -692,18 +628,30 @@ labkit::FreshInput<__nv_bfloat16>::Generator bf16_generator(size_t count, const 
     labkit::InputSpec fresh = spec;
     fresh.seed = seed;
     labkit::generate_on_device(floats->data(), count, fresh, stream);
-    round_to_bf16_kernel<<<1024, 256, 0, stream>>>(floats->data(), count, out);
+    sgemm_anchors::round_to_bf16_kernel<<<1024, 256, 0, stream>>>(floats->data(), count, out);
   };
 }
 
-// A timed call's buffers for part 2: A and B drawn afresh for every call (BF16), the C it
-// writes (beta is 0: poisoned, not drawn), and the checked elements of C, new for every call.
-struct Bf16PerfBuffers {
-  explicit Bf16PerfBuffers(const Case& c)
-      : shape(shape_of(c)), a(size_t(shape.m) * shape.k, bf16_generator(size_t(shape.m) * shape.k, c.input)),
-        b(size_t(shape.k) * shape.n, bf16_generator(size_t(shape.k) * shape.n, c.input)),
-        d_c(size_t(shape.m) * shape.n) {}
+// A timed call's operand of type T, drawn afresh for every call on the GPU.
+template <typename T>
+labkit::FreshInput<T> timed_operand(size_t count, const labkit::InputSpec& spec) {
+  if constexpr (std::is_same_v<T, float>)
+    return labkit::FreshInput<float>(count, spec);
+  else
+    return labkit::FreshInput<__nv_bfloat16>(count, bf16_generator(count, spec));
+}
 
+// A timed call's buffers (labkit/fresh_input.h), for sgemm (T = float) and bf16_gemm (T =
+// __nv_bfloat16): A and B drawn afresh for every call, the C it writes (beta is 0, so C is
+// poisoned, not drawn), and the elements of C checked after it: the edges and 1024 random
+// positions, new for every call.
+template <typename T>
+struct PerfBuffers {
+  explicit PerfBuffers(const Case& c)
+      : shape(shape_of(c)), a(timed_operand<T>(size_t(shape.m) * shape.k, c.input)),
+        b(timed_operand<T>(size_t(shape.k) * shape.n, c.input)), d_c(size_t(shape.m) * shape.n) {}
+
+  // The checked positions for the drawn operands, worked out on the GPU, and what C held there.
   std::pair<Checked, std::vector<float>> check() const {
     Checked checked;
     checked.positions = checked_positions(shape, labkit::secret_seed(), 1024);
@@ -711,25 +659,32 @@ struct Bf16PerfBuffers {
     const DeviceBuffer<size_t> d_positions(checked.positions);
     DeviceBuffer<double2> d_sums(count);
     DeviceBuffer<float> d_got(count);
-    bf16_dot_products_kernel<<<unsigned((count * 32 + 255) / 256), 256>>>(a.drawn(), b.drawn(), shape.n, shape.k,
-                                                                           d_positions.data(), count, d_sums.data());
+    dot_products_kernel<<<unsigned((count * 32 + 255) / 256), 256>>>(a.drawn(), b.drawn(), shape.n, shape.k,
+                                                                      d_positions.data(), count, d_sums.data());
     gather_kernel<<<unsigned((count + 255) / 256), 256>>>(d_c.collected_data(), d_positions.data(), count,
                                                           d_got.data());
     CUDA_CHECK_KERNELS(nullptr);
-    for (const double2& sums : d_sums.download())
-      checked.expected.push_back(bf16_expected_from(shape, sums.x, sums.y, 0));
+    for (const double2& sums : d_sums.download()) {
+      if constexpr (std::is_same_v<T, float>)
+        checked.expected.push_back(expected_from(shape, sums.x, sums.y, 0));
+      else
+        checked.expected.push_back(bf16_expected_from(shape, sums.x, sums.y, 0));
+    }
     return {checked, d_got.download()};
   }
 
   Shape shape;
-  labkit::FreshInput<__nv_bfloat16> a, b;
+  labkit::FreshInput<T> a, b;
   labkit::TimedOutput<float> d_c;
 };
 
-labkit::PerfSubject bf16_perf_subject(labkit::Function<decltype(bf16_gemm)> fn, Bf16PerfBuffers& in) {
-  return {labkit::timed_call([fn, &in](cudaStream_t stream) {
+// `gemm` (the submission's function, or an anchor of the same signature) on a timed call's
+// buffers, and the check of what it wrote.
+template <typename T, typename Gemm>
+labkit::PerfSubject perf_subject(Gemm gemm, PerfBuffers<T>& in) {
+  return {labkit::timed_call([gemm, &in](cudaStream_t stream) {
                                const Shape& s = in.shape;
-                               fn(s.m, s.n, s.k, s.alpha, in.a.data(), in.b.data(), s.beta, in.d_c.data(), stream);
+                               gemm(s.m, s.n, s.k, s.alpha, in.a.data(), in.b.data(), s.beta, in.d_c.data(), stream);
                              },
                              {&in.a, &in.b}, {&in.d_c}),
           [&in] {
@@ -776,7 +731,7 @@ TEST_SUITE("performance") {
     labkit::for_each_timed_case([&](const Case& c) {
       // Performance cases use beta = 0: C is poisoned before every sample.
       const std::string anchor_name = c.has("anchor") ? c.params.at("anchor") : "cublas";
-      PerfBuffers buffers(c);
+      PerfBuffers<float> buffers(c);
       const Shape& s = buffers.shape;
       std::printf("%s: %dx%dx%d (m x n x k), %.1f GFLOP, ratio = %s time / your time\n", c.name.c_str(), s.m,
                   s.n, s.k, 2e-9 * s.m * s.n * s.k, anchor_name.c_str());
@@ -791,7 +746,7 @@ TEST_SUITE("performance") {
   TEST_CASE("bf16_gemm speed against cublasGemmEx") {
     labkit::for_each_timed_case([&](const Case& c) {
       // beta = 0: C is poisoned before every sample.
-      Bf16PerfBuffers buffers(c);
+      PerfBuffers<__nv_bfloat16> buffers(c);
       const Shape& s = buffers.shape;
       std::printf("%s: %dx%dx%d (m x n x k), %.1f GFLOP, BF16 in, FP32 out, ratio = cublasGemmEx time / your "
                   "time\n", c.name.c_str(), s.m, s.n, s.k, 2e-9 * s.m * s.n * s.k);
@@ -799,8 +754,8 @@ TEST_SUITE("performance") {
       // reports count the multiply-adds as the README and the benchmark do.
       const labkit::Work work(bf16_bytes_moved(s), 0, 2.0 * s.m * s.n * s.k);
       labkit::measure_performance(c, work,
-                                  bf16_perf_subject(labkit::student<decltype(bf16_gemm)>("bf16_gemm"), buffers),
-                                  bf16_perf_subject(sgemm_anchors::cublas_bf16_gemm, buffers), {},
+                                  perf_subject(labkit::student<decltype(bf16_gemm)>("bf16_gemm"), buffers),
+                                  perf_subject(sgemm_anchors::cublas_bf16_gemm, buffers), {},
                                   cuda_core_speed_hint(work.shown_flops));
     }, is_bf16_case);
   }
