@@ -219,3 +219,13 @@ TEST_SUITE("generators") {
     CHECK(sum == n);
   }
 }
+
+TEST_CASE("an input's kind is every field of its spec but the seed") {
+  labkit::InputSpec spec;
+  labkit::InputSpec reseeded = spec;
+  reseeded.seed = spec.seed + 1;
+  CHECK(spec.kind() == reseeded.kind());
+  labkit::InputSpec with_strays = spec;
+  with_strays.strays = 3;
+  CHECK(spec.kind() != with_strays.kind());
+}

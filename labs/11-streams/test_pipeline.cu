@@ -247,8 +247,7 @@ struct PerfState {
   // buffers with its own `rounds`: pinning five 256 MiB host buffers again for each case would
   // only add to the time the GPU is held alone for timing.
   bool fits(const Case& c) const {
-    return c.n == n && c.input.distribution == input.distribution && c.input.lo == input.lo &&
-           c.input.hi == input.hi && c.input.distinct == input.distinct && c.input.strays == input.strays;
+    return c.n == n && c.input.kind() == input.kind();
   }
 
   // The one-thread-per-pixel kernel's output for the drawn images, in `expected`.

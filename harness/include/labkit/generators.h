@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -51,6 +52,10 @@ struct InputSpec {
   // input's answer could be read off a few sampled elements, and strays at unknown places
   // make every element count. 0 keeps the input exactly constant.
   int strays = 0;
+
+  // Every field but the seed: what decides the kind of input drawn, where each timed call draws
+  // its values anew. Buffers kept for one spec serve another of the same kind.
+  auto kind() const { return std::tie(distribution, lo, hi, distinct, strays); }
 };
 
 LABKIT_HOST_DEVICE inline std::uint64_t splitmix64(std::uint64_t x) {
