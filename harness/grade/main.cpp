@@ -102,10 +102,7 @@ void print_batch_summary(const std::vector<grade::Report>& reports, const std::v
   if (seconds > 0 && ran > 0)
     std::printf("\nbatch rate: %.0f lab-submissions per hour (%.0f compiled-and-run per hour)",
                 3600.0 * double(labs_graded) / seconds, 3600.0 * double(ran) / seconds);
-  std::printf("\nGradebook: %s/gradebook.csv; to hand back: handout/; for course platforms, a file per lab or a "
-              "column per lab: canvas-import.csv, gradescope-scores/LAB.csv, gradescope/LAB/, prairielearn/LAB/; "
-              "also junit.xml, students/\n",
-              out.string().c_str());
+  std::printf("\n%s\n", grade::batch_files_line(out).c_str());
 }
 
 // What the platforms' files lack for want of a roster or in it (roster_warnings), said once.

@@ -535,6 +535,24 @@ TEST_SUITE("exports") {
     fs::remove_all(out);
   }
 
+  TEST_CASE("the console names every file and folder a batch writes, and each is there") {
+    const fs::path out = fs::temp_directory_path() / "labkit-test-exports-named";
+    fs::remove_all(out);
+    grade::write_batch_outputs({report_of("dave smith", {graded(histogram, 4, 3)})}, {histogram}, out.string());
+    const std::string line = grade::batch_files_line(out);
+    CHECK(line.rfind("Gradebook: " + (out / "gradebook.csv").string(), 0) == 0);
+    const std::vector<grade::BatchFile> files = grade::every_report_writer().batch_files();
+    CHECK(files.size() >= 8);
+    for (const grade::BatchFile& file : files) {
+      CAPTURE(file.name);
+      CHECK(line.find(file.name) != std::string::npos);
+      std::string path = file.name;
+      if (const auto lab = path.find("LAB"); lab != std::string::npos) path.replace(lab, 3, "01-histogram");
+      CHECK(fs::exists(out / path));
+    }
+    fs::remove_all(out);
+  }
+
   // A format of the test's own: it notes what the writers hand it.
   struct NotingWriter final : grade::ReportWriter {
     static inline std::vector<std::string> given;

@@ -19,6 +19,7 @@ std::string canvas_csv(const std::vector<Report>& reports, const std::vector<Lab
 class CanvasCsvWriter final : public ReportWriter {
  public:
   void write_batch(const BatchOutput& batch) override;
+  std::vector<BatchFile> batch_files() const override { return {{"canvas-import.csv", BatchFile::For::platforms}}; }
 };
 
 }  // namespace grade

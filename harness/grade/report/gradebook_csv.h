@@ -21,6 +21,7 @@ std::string gradebook_csv(const std::vector<Report>& reports, const std::vector<
 class GradebookCsvWriter final : public ReportWriter {
  public:
   void write_batch(const BatchOutput& batch) override;
+  std::vector<BatchFile> batch_files() const override { return {{"gradebook.csv", BatchFile::For::gradebook}}; }
 };
 
 }  // namespace grade

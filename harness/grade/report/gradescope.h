@@ -31,6 +31,7 @@ std::string gradescope_scores_csv(const std::vector<Report>& reports, const LabS
 class GradescopeWriter final : public ReportWriter {
  public:
   void write_batch(const BatchOutput& batch) override;
+  std::vector<BatchFile> batch_files() const override { return {{"gradescope-scores/LAB.csv", BatchFile::For::platforms}, {"gradescope/LAB/", BatchFile::For::platforms}}; }
 };
 
 }  // namespace grade

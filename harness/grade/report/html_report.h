@@ -29,6 +29,7 @@ class HtmlReportWriter final : public ReportWriter {
  public:
   void write_run(const RunOutput& run) override;
   void write_batch(const BatchOutput& batch) override;
+  std::vector<BatchFile> batch_files() const override { return {{"handout/", BatchFile::For::students}}; }
 };
 
 }  // namespace grade

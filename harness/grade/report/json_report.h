@@ -10,6 +10,7 @@ class JsonReportWriter final : public ReportWriter {
  public:
   void write_run(const RunOutput& run) override;
   void write_batch(const BatchOutput& batch) override;
+  std::vector<BatchFile> batch_files() const override { return {{"students/", BatchFile::For::instructor}}; }
 };
 
 }  // namespace grade

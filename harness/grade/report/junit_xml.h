@@ -19,6 +19,7 @@ std::string junit_xml(const std::vector<Report>& reports, const std::vector<LabS
 class JunitXmlWriter final : public ReportWriter {
  public:
   void write_batch(const BatchOutput& batch) override;
+  std::vector<BatchFile> batch_files() const override { return {{"junit.xml", BatchFile::For::instructor}}; }
 };
 
 }  // namespace grade

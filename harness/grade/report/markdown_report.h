@@ -18,6 +18,7 @@ class MarkdownReportWriter final : public ReportWriter {
  public:
   void write_run(const RunOutput& run) override;
   void write_batch(const BatchOutput& batch) override;
+  std::vector<BatchFile> batch_files() const override { return {{"students/", BatchFile::For::instructor}}; }
 };
 
 }  // namespace grade

@@ -18,6 +18,7 @@ nlohmann::json prairielearn_results(const Report& report, const LabSpec& lab);
 class PrairieLearnWriter final : public ReportWriter {
  public:
   void write_batch(const BatchOutput& batch) override;
+  std::vector<BatchFile> batch_files() const override { return {{"prairielearn/LAB/", BatchFile::For::platforms}}; }
 };
 
 }  // namespace grade

@@ -1,8 +1,9 @@
 // Every file a grading run writes comes from a ReportWriter: one class per format, each in a
 // file of its own in this folder, all of them listed once in every_report_writer() (in
 // report_writer.cpp). The grader hands the writers what it graded and the folder the files go
-// to; each writer decides its files' names and bytes. Adding a format is its file, a line in
-// that list and its name in harness/grade/meson.build.
+// to; each writer decides its files' names and bytes, and names what a batch gets from it
+// (batch_files(), which the console lists). Adding a format is its file, a line in that list
+// and its name in harness/grade/meson.build.
 #pragma once
 
 #include "catalog.h"
@@ -34,12 +35,23 @@ struct BatchOutput {
   std::filesystem::path dir;
 };
 
+// A file or folder that a writer puts in a batch's folder, as the console names it once the
+// batch is done ("junit.xml", "gradescope/LAB/": LAB and WHO stand for each lab and student),
+// and whom it is for.
+struct BatchFile {
+  enum class For { gradebook, students, platforms, instructor };
+  std::string name;
+  For audience = For::instructor;
+};
+
 class ReportWriter {
  public:
   virtual ~ReportWriter() = default;
   // A format with nothing to say for a run or a batch leaves the hook as it is.
   virtual void write_run(const RunOutput&) {}
   virtual void write_batch(const BatchOutput&) {}
+  // What write_batch writes: every file or folder it puts in the batch's folder.
+  virtual std::vector<BatchFile> batch_files() const { return {}; }
 };
 
 // Writers side by side: each is given the same reports, in the order they were added.
@@ -51,6 +63,7 @@ class ReportWriters final : public ReportWriter {
   }
   void write_run(const RunOutput& run) override;
   void write_batch(const BatchOutput& batch) override;
+  std::vector<BatchFile> batch_files() const override;  // each name once, in the writers' order
 
  private:
   std::vector<std::unique_ptr<ReportWriter>> writers_;
@@ -58,6 +71,10 @@ class ReportWriters final : public ReportWriter {
 
 // Every format the grader writes.
 ReportWriters every_report_writer();
+
+// The console's line after a batch written to `dir`: the gradebook's path, then what every
+// writer's batch_files() names, by whom it is for.
+std::string batch_files_line(const std::filesystem::path& dir);
 
 // A file's text, its folder made first.
 void write_file(const std::filesystem::path& path, const std::string& text);
