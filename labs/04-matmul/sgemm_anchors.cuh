@@ -56,9 +56,13 @@ __global__ void naive_coalesced_kernel(int m, int n, int k, float alpha, const f
 
 constexpr int chapter_tile = 32;  // the chapter's best block size
 
-// The chapter's tiled kernel, with bounds checks added so it runs on any shape.
-__global__ void chapter_tiled_kernel(int m, int n, int k, float alpha, const float* a, const float* b,
-                                     float beta, float* c) {
+__device__ __forceinline__ float as_float(float v) { return v; }
+__device__ __forceinline__ float as_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// The chapter's tiled kernel, with bounds checks added so it runs on any shape. With BF16
+// operands (part 2's starter) each element becomes FP32 on its way into shared memory.
+template <typename T>
+__global__ void chapter_tiled_kernel(int m, int n, int k, float alpha, const T* a, const T* b, float beta, float* c) {
   __shared__ float tile_a[chapter_tile][chapter_tile];
   __shared__ float tile_b[chapter_tile][chapter_tile];
   const int col = blockIdx.x * chapter_tile + threadIdx.x;
@@ -66,8 +70,8 @@ __global__ void chapter_tiled_kernel(int m, int n, int k, float alpha, const flo
   float dot = 0.f;
   for (int p0 = 0; p0 < k; p0 += chapter_tile) {
     const int pa = p0 + threadIdx.x, pb = p0 + threadIdx.y;
-    tile_a[threadIdx.y][threadIdx.x] = row < m && pa < k ? a[size_t(row) * k + pa] : 0.f;
-    tile_b[threadIdx.y][threadIdx.x] = pb < k && col < n ? b[size_t(pb) * n + col] : 0.f;
+    tile_a[threadIdx.y][threadIdx.x] = row < m && pa < k ? as_float(a[size_t(row) * k + pa]) : 0.f;
+    tile_b[threadIdx.y][threadIdx.x] = pb < k && col < n ? as_float(b[size_t(pb) * n + col]) : 0.f;
     __syncthreads();
     for (int e = 0; e < chapter_tile; ++e) dot += tile_a[threadIdx.y][e] * tile_b[e][threadIdx.x];
     __syncthreads();
@@ -146,29 +150,11 @@ __global__ void round_to_bf16_kernel(const float* in, size_t count, __nv_bfloat1
     out[i] = __float2bfloat16_rn(in[i]);
 }
 
-// Part 2's starter kernel: the chapter's tiled kernel with BF16 loads converted to FP32.
-__global__ void bf16_fp32_tiled_kernel(int m, int n, int k, float alpha, const __nv_bfloat16* a,
-                                       const __nv_bfloat16* b, float beta, float* c) {
-  __shared__ float tile_a[chapter_tile][chapter_tile];
-  __shared__ float tile_b[chapter_tile][chapter_tile];
-  const int col = blockIdx.x * chapter_tile + threadIdx.x;
-  const int row = blockIdx.y * chapter_tile + threadIdx.y;
-  float dot = 0.f;
-  for (int p0 = 0; p0 < k; p0 += chapter_tile) {
-    const int pa = p0 + threadIdx.x, pb = p0 + threadIdx.y;
-    tile_a[threadIdx.y][threadIdx.x] = row < m && pa < k ? __bfloat162float(a[size_t(row) * k + pa]) : 0.f;
-    tile_b[threadIdx.y][threadIdx.x] = pb < k && col < n ? __bfloat162float(b[size_t(pb) * n + col]) : 0.f;
-    __syncthreads();
-    for (int e = 0; e < chapter_tile; ++e) dot += tile_a[threadIdx.y][e] * tile_b[e][threadIdx.x];
-    __syncthreads();
-  }
-  if (row < m && col < n) write_output(c, size_t(row) * n + col, alpha, dot, beta);
-}
-
+// Part 2's starter: the chapter's tiled kernel reading BF16.
 inline void bf16_fp32_tiled(int m, int n, int k, float alpha, const __nv_bfloat16* d_a, const __nv_bfloat16* d_b,
                             float beta, float* d_c, cudaStream_t stream) {
   const dim3 block(chapter_tile, chapter_tile);
-  bf16_fp32_tiled_kernel<<<dim3(blocks(n, chapter_tile), blocks(m, chapter_tile)), block, 0, stream>>>(
+  chapter_tiled_kernel<<<dim3(blocks(n, chapter_tile), blocks(m, chapter_tile)), block, 0, stream>>>(
       m, n, k, alpha, d_a, d_b, beta, d_c);
 }
 
