@@ -22,9 +22,29 @@
 // each element of A and B loaded on its own and bounds-checked, and C stored one float at a
 // time: correct for any shape, and slower. GPUs before sm_80 (no BF16 MMA, no cp.async) take
 // a plain FP32 tiled kernel, as would one without room for the small tiles' shared memory.
-// Wgmma with TMA (Hopper's warpgroup MMA reading shared memory directly) is the next rung and
-// what cuBLAS runs on an H100; the README describes it.
+//
+// On an H100 (sm_90a code), aligned rows take the next rung instead, the path cuBLAS takes:
+//  5. `wgmma.mma_async`, which one warpgroup (4 warps) issues together and which reads both
+//     operands straight from shared memory through matrix descriptors (no ldmatrix, no
+//     fragments in registers but the accumulators), fed by TMA (`cp.async.bulk.tensor`): one
+//     thread copies a whole 2-D tile, zero-filled past the matrix's edges and laid out with the
+//     128-byte swizzle the descriptors name, and an mbarrier counts its bytes in. The block is
+//     warp-specialised: one producer warpgroup (one thread issuing TMA, its registers given
+//     away with setmaxnreg) and two consumer warpgroups, each a 64 x block_cols slice of C in
+//     FP32 accumulators; 128x256 (or 128x128) blocks, tiles of depth 64, 4 (or 6) stages, a
+//     full and an empty mbarrier per stage. k % 8 == 0 and n % 8 == 0 (TMA's 16-byte row
+//     strides), a problem of at least one block, and a build with sm_90a code; anything else
+//     takes the mma.sync kernel above.
+//
+// NOT YET RUN ON A GPU: the wgmma path was written and compiled (ptxas: HGMMA and UTMALDG in
+// the SASS, no spills) on a machine without one. Most likely to fail, if anything: the B
+// operand's descriptor (MN-major, transposed in the instruction: LBO 8 KiB between 64-column
+// boxes, SBO 1 KiB between groups of 8 k rows) and the A descriptor's 32-byte step along k
+// inside the 128-byte swizzle.
 #include "sgemm.h"
+
+#include <cuda.h>  // CUtensorMap and its enums; the function that encodes one comes from the driver at run time
+#include <cudaTypedefs.h>
 
 #include <cstdint>
 
@@ -314,6 +334,335 @@ __global__ void __launch_bounds__(T::threads, T::blocks_per_sm) bf16_gemm_mma_ke
     }
 }
 
+// ---- Hopper: wgmma fed by TMA (sm_90a) ----------------------------------------------------
+
+// wgmma, setmaxnreg and the tensor-map copies exist only in the arch-specific target sm_90a
+// (meson.build builds 90 as 90a). The device code of this path is compiled there alone; in
+// any other build the kernel below has an empty body, and the host sees that (wgmma_compiled)
+// and takes the mma.sync kernel.
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LABKIT_BF16_WGMMA 1
+#endif
+
+// One block: a producer warpgroup and two consumer warpgroups, each consumer 64 rows of C by
+// block_cols. Tiles of depth 64: a row of A's tile is 128 bytes, the width of the 128-byte
+// swizzle. B's tile is stored as it arrives, k rows of n (the wgmma reads it transposed), in
+// boxes of 64 columns (128 bytes, the widest box that swizzle allows).
+template <int BlockCols, int Stages>
+struct WgmmaTiling {
+  static constexpr int block_rows = 128;
+  static constexpr int block_cols = BlockCols;  // the wgmma's n
+  static constexpr int tile_depth = 64;
+  static constexpr int stages = Stages;
+  static constexpr int group_rows = 8;  // for block_origin
+
+  static constexpr int consumers = 2;
+  static constexpr int consumer_rows = 64;  // the wgmma's m
+  static constexpr int threads = (consumers + 1) * 128;
+  static constexpr int accumulators = consumer_rows * block_cols / 128;  // FP32 per consumer thread
+  static constexpr int mma_depth = 16;                                   // the wgmma's k
+
+  static constexpr int row_bytes = tile_depth * 2;  // A's rows, and B's boxes' rows: 128
+  static constexpr int a_bytes = block_rows * row_bytes;
+  static constexpr int b_box_cols = 64;
+  static constexpr int b_boxes = block_cols / b_box_cols;
+  static constexpr int b_box_bytes = tile_depth * b_box_cols * 2;
+  static constexpr int stage_bytes = a_bytes + b_boxes * b_box_bytes;
+  static constexpr int smem_alignment = 1024;  // the swizzle repeats every 8 rows of 128 bytes
+  static constexpr int smem_bytes = stages * stage_bytes + smem_alignment;  // slack to align the base
+
+  // Registers per thread after setmaxnreg: the producer needs few, the consumers hold the
+  // accumulators. 128 x 40 + 256 x 232 = 64512 of the SM's 65536.
+  static constexpr int producer_registers = 40;
+  static constexpr int consumer_registers = 232;
+
+  static_assert(row_bytes == 128, "a tile row is one 128-byte swizzle row");
+  static_assert(consumers * consumer_rows == block_rows, "the consumers split the block's rows");
+  static_assert(tile_depth % mma_depth == 0, "a tile is whole wgmma steps along k");
+  static_assert(block_cols % b_box_cols == 0, "B's tile is whole boxes");
+  static_assert(accumulators == 64 || accumulators == 128, "the wgmma wrappers below are n = 128 and n = 256");
+  static_assert(group_rows >= 1, "block_origin walks groups of block rows");
+  static_assert(a_bytes % smem_alignment == 0 && b_box_bytes % smem_alignment == 0 &&
+                    stage_bytes % smem_alignment == 0,
+                "every tile and box starts on a swizzle period, as the descriptors' base offset 0 says");
+  static_assert(128 * producer_registers + consumers * 128 * consumer_registers <= 65536,
+                "the register file holds both roles");
+};
+
+// 4096^3 and other large problems: 4 stages of 48 KiB.
+using WgmmaLargeTiling = WgmmaTiling<256, 4>;
+// Problems that give fewer 128x256 tiles than there are SMs: 6 stages of 32 KiB.
+using WgmmaSmallTiling = WgmmaTiling<128, 6>;
+
+#ifdef LABKIT_BF16_WGMMA
+// A shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format" of wgmma): bits 0-13
+// the start address >> 4, 16-29 the leading-dimension byte offset >> 4, 32-45 the
+// stride-dimension byte offset >> 4, 49-51 the base offset (0: tiles start on 1024 bytes),
+// 62-63 the swizzle (1: 128 bytes).
+__device__ __forceinline__ uint64_t matrix_descriptor(const void* tile, uint32_t leading_bytes,
+                                                      uint32_t stride_bytes) {
+  const uint64_t start = (shared_address(tile) & 0x3FFFF) >> 4;
+  return start | uint64_t((leading_bytes >> 4) & 0x3FFF) << 16 | uint64_t((stride_bytes >> 4) & 0x3FFF) << 32 |
+         uint64_t(1) << 62;
+}
+
+// A's 64 rows of a consumer, K-major (k contiguous): 8 rows of 128 bytes per swizzle period,
+// the next 8 rows 1024 bytes on (the stride offset). The leading offset is unused with a
+// swizzle when a row holds the instruction's whole k (16 BF16 = 32 bytes); 1, as CUTLASS sets.
+__device__ __forceinline__ uint64_t a_descriptor(const uint8_t* tile) { return matrix_descriptor(tile, 16, 1024); }
+
+// B's tile, MN-major (n contiguous) and read transposed: a box is 64 columns by 64 k rows,
+// 8 k rows of 128 bytes per swizzle period, so the next 8 k rows are 1024 bytes on (the stride
+// offset) and the next 64 columns one box on (the leading offset).
+template <class T>
+__device__ __forceinline__ uint64_t b_descriptor(const uint8_t* tile) {
+  return matrix_descriptor(tile, T::b_box_bytes, 1024);
+}
+
+// The descriptors' start address advanced by `bytes` (a multiple of 16).
+__device__ __forceinline__ uint64_t descriptor_plus(uint64_t descriptor, uint32_t bytes) {
+  return descriptor + (bytes >> 4);
+}
+
+__device__ __forceinline__ void init_barrier(uint64_t* barrier, int arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(barrier)), "r"(arrivals));
+}
+
+// The barriers' initialisation visible to the other threads and to the TMA unit (the async
+// proxy) before any of them uses one.
+__device__ __forceinline__ void fence_barrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// The producer's arrival, announcing the bytes its copies will bring.
+__device__ __forceinline__ void arrive_expecting_bytes(uint64_t* barrier, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(barrier)),
+               "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void arrive(uint64_t* barrier) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(barrier)) : "memory");
+}
+
+// Waits until the barrier's phase of this parity has completed.
+__device__ __forceinline__ void wait_barrier(uint64_t* barrier, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred ready;\n mbarrier.try_wait.parity.shared::cta.b64 ready, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, ready;\n}\n"
+        : "=r"(done)
+        : "r"(shared_address(barrier)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// TMA: the box at (inner, outer) (elements; inner is the contiguous dimension) of the tensor
+// `map` describes, into shared memory at `dst`, its bytes counted on `barrier`.
+__device__ __forceinline__ void copy_box_async(void* dst, const CUtensorMap* map, int inner, int outer,
+                                               uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(shared_address(dst)),
+      "l"(map), "r"(inner), "r"(outer), "r"(shared_address(barrier))
+      : "memory");
+}
+
+__device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+}
+
+template <int Registers>
+__device__ __forceinline__ void release_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Registers));
+}
+
+template <int Registers>
+__device__ __forceinline__ void claim_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Registers));
+}
+
+// Orders the warpgroup's register and shared-memory accesses before the wgmma that follow.
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+// Waits until at most `Pending` committed groups of this warpgroup's wgmma are unfinished.
+template <int Pending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(Pending) : "memory");
+}
+
+// The compiler sees a wgmma write its accumulators when it is issued, not when it finishes:
+// an empty asm that reads and writes each one keeps every other use of them on its side of
+// the waits.
+template <int N>
+__device__ __forceinline__ void fence_accumulators(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define LABKIT_ACC8(i)                                                                                  \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+
+// d (64 x 256, FP32) += A (64 x 16) B (16 x 256), both from shared memory: A K-major, B
+// MN-major (the last immediate, imm-trans-b = 1); scale-d 1 (accumulate), no negation.
+__device__ __forceinline__ void wgmma_m64k16(float (&d)[128], uint64_t a_descriptor, uint64_t b_descriptor) {
+  asm volatile(
+      "{\n .reg .pred accumulate;\n setp.ne.b32 accumulate, %130, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, accumulate, 1, 1, 0, 1;\n}\n"
+      : LABKIT_ACC8(0), LABKIT_ACC8(8), LABKIT_ACC8(16), LABKIT_ACC8(24), LABKIT_ACC8(32), LABKIT_ACC8(40),
+        LABKIT_ACC8(48), LABKIT_ACC8(56), LABKIT_ACC8(64), LABKIT_ACC8(72), LABKIT_ACC8(80), LABKIT_ACC8(88),
+        LABKIT_ACC8(96), LABKIT_ACC8(104), LABKIT_ACC8(112), LABKIT_ACC8(120)
+      : "l"(a_descriptor), "l"(b_descriptor), "n"(1));
+}
+
+// The same for 64 x 128.
+__device__ __forceinline__ void wgmma_m64k16(float (&d)[64], uint64_t a_descriptor, uint64_t b_descriptor) {
+  asm volatile(
+      "{\n .reg .pred accumulate;\n setp.ne.b32 accumulate, %66, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, accumulate, 1, 1, 0, 1;\n}\n"
+      : LABKIT_ACC8(0), LABKIT_ACC8(8), LABKIT_ACC8(16), LABKIT_ACC8(24), LABKIT_ACC8(32), LABKIT_ACC8(40),
+        LABKIT_ACC8(48), LABKIT_ACC8(56)
+      : "l"(a_descriptor), "l"(b_descriptor), "n"(1));
+}
+
+#undef LABKIT_ACC8
+
+// The producer (one thread): for each k-tile, wait until its stage is free, announce its bytes
+// and start the copies of A's 128 x 64 and of B's boxes of 64 x 64. Boxes wholly past n are
+// not copied (their columns of C are never stored, so what their shared memory holds does
+// not matter); every other box, partly past an edge, arrives whole, zero-filled.
+template <class T>
+__device__ __forceinline__ void produce_tiles(const CUtensorMap& a_map, const CUtensorMap& b_map, uint8_t* tiles,
+                                              uint64_t* full, uint64_t* empty, int2 origin, int n, int k_tiles) {
+  prefetch_tensor_map(&a_map);
+  prefetch_tensor_map(&b_map);
+  const int b_boxes = min(T::b_boxes, (n - origin.y + T::b_box_cols - 1) / T::b_box_cols);
+  const uint32_t stage_bytes = T::a_bytes + b_boxes * T::b_box_bytes;
+  for (int t = 0; t < k_tiles; ++t) {
+    const int stage = t % T::stages;
+    // The consumers' release of the tile this stage held, `stages` tiles ago: that is the
+    // empty barrier's phase t / stages - 1.
+    if (t >= T::stages) wait_barrier(&empty[stage], (t / T::stages - 1) & 1);
+    uint8_t* a_tile = tiles + stage * T::stage_bytes;
+    uint8_t* b_tile = a_tile + T::a_bytes;
+    const int k0 = t * T::tile_depth;
+    arrive_expecting_bytes(&full[stage], stage_bytes);
+    copy_box_async(a_tile, &a_map, k0, origin.x, &full[stage]);
+    for (int box = 0; box < b_boxes; ++box)
+      copy_box_async(b_tile + box * T::b_box_bytes, &b_map, origin.y + box * T::b_box_cols, k0, &full[stage]);
+  }
+}
+
+// One consumer warpgroup: for each k-tile, wait for its stage, issue the 4 wgmma of depth 16
+// over it, and once the previous tile's wgmma are done (one group stays in flight) hand that
+// tile's stage back to the producer, one arrival per warp.
+template <class T>
+__device__ __forceinline__ void consume_tiles(const uint8_t* tiles, uint64_t* full, uint64_t* empty, int consumer,
+                                              int k_tiles, float (&acc)[T::accumulators]) {
+  const bool warp_leader = threadIdx.x % 32 == 0;
+  for (int t = 0; t < k_tiles; ++t) {
+    const int stage = t % T::stages;
+    wait_barrier(&full[stage], (t / T::stages) & 1);
+    const uint8_t* a_tile = tiles + stage * T::stage_bytes + consumer * T::consumer_rows * T::row_bytes;
+    const uint8_t* b_tile = tiles + stage * T::stage_bytes + T::a_bytes;
+    const uint64_t a_first = a_descriptor(a_tile), b_first = b_descriptor<T>(b_tile);
+    fence_accumulators(acc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < T::tile_depth / T::mma_depth; ++kk) {
+      // Along k, A moves 16 BF16 within its 128-byte rows (the hardware applies the swizzle
+      // to the address it forms); B moves 16 of its k rows, two swizzle periods.
+      wgmma_m64k16(acc, descriptor_plus(a_first, kk * T::mma_depth * 2),
+                   descriptor_plus(b_first, kk * T::mma_depth * T::row_bytes));
+    }
+    wgmma_commit();
+    wgmma_wait<1>();
+    fence_accumulators(acc);
+    if (t > 0 && warp_leader) arrive(&empty[(t - 1) % T::stages]);
+  }
+  wgmma_wait<0>();
+  fence_accumulators(acc);
+}
+
+// The accumulators of a consumer thread, as wgmma lays them out (the mma.sync layout repeated
+// along n): acc[4 j + 0, 1] at row warp * 16 + lane / 4, columns 8 j + 2 (lane % 4) and + 1;
+// acc[4 j + 2, 3] eight rows below.
+template <class T>
+__device__ __forceinline__ void store_accumulators(const Problem& p, int2 origin, int consumer,
+                                                   const float (&acc)[T::accumulators]) {
+  const int thread = threadIdx.x % 128, warp = thread / 32, lane = thread % 32;
+  const int row = origin.x + consumer * T::consumer_rows + warp * 16 + lane / 4;
+  const int col = origin.y + lane % 4 * 2;
+#pragma unroll
+  for (int j = 0; j < T::block_cols / 8; ++j) {
+    store_pair<true>(p, row, col + j * 8, acc[4 * j], acc[4 * j + 1]);
+    store_pair<true>(p, row + 8, col + j * 8, acc[4 * j + 2], acc[4 * j + 3]);
+  }
+}
+#endif
+
+// Without sm_90a code the body is empty, and has no static shared memory: that is how the host
+// tells (wgmma_compiled), and it never launches it then. a_map: A as k-contiguous rows, boxes
+// of 64 x 128; b_map: B as n-contiguous rows, boxes of 64 x 64; both swizzled 128 bytes.
+template <class T>
+__global__ void __launch_bounds__(T::threads, 1)
+    bf16_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                           Problem p) {
+#ifdef LABKIT_BF16_WGMMA
+  __shared__ uint64_t full[T::stages], empty[T::stages];
+  extern __shared__ uint8_t dynamic_shared[];
+  // The 128-byte swizzle is a function of address bits 4-9: tiles start on 1024 bytes.
+  uint8_t* tiles = dynamic_shared + (T::smem_alignment - shared_address(dynamic_shared) % T::smem_alignment) %
+                                        T::smem_alignment;
+
+  const int2 origin = block_origin<T>();
+  const int k_tiles = (p.k + T::tile_depth - 1) / T::tile_depth;
+  const int warpgroup = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < T::stages; ++s) {
+      init_barrier(&full[s], 1);                    // the producer's arrival, plus the bytes
+      init_barrier(&empty[s], T::consumers * 4);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    release_registers<T::producer_registers>();
+    if (threadIdx.x == 0) produce_tiles<T>(a_map, b_map, tiles, full, empty, origin, p.n, k_tiles);
+  } else {
+    claim_registers<T::consumer_registers>();
+    const int consumer = warpgroup - 1;
+    float acc[T::accumulators] = {};
+    consume_tiles<T>(tiles, full, empty, consumer, k_tiles, acc);
+    store_accumulators<T>(p, origin, consumer, acc);
+  }
+#endif
+}
+
 // Before sm_80: FP32 FMAs on BF16 values converted in shared memory, 32x32 tiles.
 constexpr int fallback_tile = 32;
 
@@ -370,19 +719,22 @@ struct DeviceTraits {
   int sm_count = 1;
   int shared_bytes = 0;       // per block, opted in
   bool has_bf16_mma = false;  // sm_80 or later
+  bool is_sm90 = false;       // what sm_90a code runs on (an H100 or H200)
 };
 
 const DeviceTraits& device_traits() {
   static const DeviceTraits traits = [] {
     DeviceTraits t;
-    int device = 0, sms = 0, major = 0, shared = 0;
+    int device = 0, sms = 0, major = 0, minor = 0, shared = 0;
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
     cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
     t.sm_count = sms > 0 ? sms : 1;
     t.shared_bytes = shared;
     t.has_bf16_mma = major >= 8;
+    t.is_sm90 = major == 9 && minor == 0;
     return t;
   }();
   return traits;
@@ -396,6 +748,89 @@ bool wants_large_tiles(const Problem& p) {
   return blocks >= device_traits().sm_count && LargeTiling::smem_bytes <= device_traits().shared_bytes;
 }
 
+// ---- launching the wgmma kernel ----------------------------------------------------------
+
+// The driver's cuTensorMapEncodeTiled, found at run time through the runtime, so the module
+// needs no -lcuda; null when the driver has none.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    const cudaError_t status =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found);
+    return status == cudaSuccess && found == cudaDriverEntryPointSuccess
+               ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function)
+               : nullptr;
+  }();
+  return encode;
+}
+
+// A row-major rows x cols BF16 matrix as TMA sees it (the contiguous dimension first), copied
+// in boxes of box_rows x box_cols with the 128-byte swizzle and zeros past its edges. False
+// when the driver refuses it (rows not 16-byte aligned, among others).
+bool encode_tensor_map(CUtensorMap& map, const __nv_bfloat16* matrix, int rows, int cols, int box_rows,
+                       int box_cols) {
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t row_stride_bytes[1] = {cuuint64_t(cols) * sizeof(__nv_bfloat16)};
+  const cuuint32_t box[2] = {cuuint32_t(box_cols), cuuint32_t(box_rows)};
+  const cuuint32_t element_strides[2] = {1, 1};
+  return encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(matrix), dims,
+                row_stride_bytes, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// Whether this build holds the kernel's sm_90a body for this GPU: only that body has static
+// shared memory (its mbarriers). A build without sm_90a code (gpu_arch without 90, or a hand
+// build with -arch=sm_90) gets the empty body from PTX, and the mma.sync kernel runs instead.
+template <class T>
+bool wgmma_compiled() {
+  static const bool compiled = [] {
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, bf16_gemm_wgmma_kernel<T>) != cudaSuccess) {
+      cudaGetLastError();  // no image of it for this GPU: an answer, not an error to report later
+      return false;
+    }
+    return attributes.sharedSizeBytes > 0;
+  }();
+  return compiled;
+}
+
+// Launches the wgmma kernel when it applies; false leaves the problem to the mma.sync kernel.
+template <class T>
+bool launch_wgmma(const Problem& p, cudaStream_t stream) {
+  if (T::smem_bytes > device_traits().shared_bytes || !wgmma_compiled<T>()) return false;
+  CUtensorMap a_map, b_map;
+  if (!encode_tensor_map(a_map, p.a, p.m, p.k, T::block_rows, T::tile_depth) ||
+      !encode_tensor_map(b_map, p.b, p.k, p.n, T::tile_depth, T::b_box_cols))
+    return false;
+  static const bool configured = [] {  // more than 48 KB of dynamic shared memory needs opting in
+    cudaFuncSetAttribute(bf16_gemm_wgmma_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::smem_bytes);
+    return true;
+  }();
+  (void)configured;
+  const dim3 grid((p.n + T::block_cols - 1) / T::block_cols, (p.m + T::block_rows - 1) / T::block_rows);
+  bf16_gemm_wgmma_kernel<T><<<grid, T::threads, T::smem_bytes, stream>>>(a_map, b_map, p);
+  return true;
+}
+
+// The wgmma path: an H100 or H200, rows TMA can copy (16-byte aligned: k and n multiples of 8),
+// and at least one whole block of work (smaller problems are latency, which the mma.sync
+// kernel's smaller blocks serve as well). Large tiles when they are whole in n and give every
+// SM a block.
+bool try_wgmma(const Problem& p, cudaStream_t stream) {
+  using Large = WgmmaLargeTiling;
+  using Small = WgmmaSmallTiling;
+  if (!device_traits().is_sm90 || !rows_aligned(p)) return false;
+  if (p.m < Small::block_rows || p.n < Small::block_cols || p.k < Small::tile_depth) return false;
+  const long long large_blocks = (long long)((p.m + Large::block_rows - 1) / Large::block_rows) *
+                                 ((p.n + Large::block_cols - 1) / Large::block_cols);
+  if (p.n >= Large::block_cols && large_blocks >= device_traits().sm_count && launch_wgmma<Large>(p, stream))
+    return true;
+  return launch_wgmma<Small>(p, stream);
+}
+
 }  // namespace
 
 extern "C" void bf16_gemm(int m, int n, int k, float alpha, const __nv_bfloat16* d_a, const __nv_bfloat16* d_b,
@@ -406,6 +841,8 @@ extern "C" void bf16_gemm(int m, int n, int k, float alpha, const __nv_bfloat16*
     const dim3 block(fallback_tile, fallback_tile);
     const dim3 grid((n + fallback_tile - 1) / fallback_tile, (m + fallback_tile - 1) / fallback_tile);
     bf16_gemm_fp32_tiled_kernel<<<grid, block, 0, stream>>>(p);
+  } else if (try_wgmma(p, stream)) {
+    return;  // Hopper's path took it
   } else if (wants_large_tiles(p)) {
     launch_tiling<LargeTiling>(p, stream);
   } else {
