@@ -32,15 +32,17 @@
 //     warp-specialised: one producer warpgroup (one thread issuing TMA, its registers given
 //     away with setmaxnreg) and two consumer warpgroups, each a 64 x block_cols slice of C in
 //     FP32 accumulators; 128x256 (or 128x128) blocks, tiles of depth 64, 4 (or 6) stages, a
-//     full and an empty mbarrier per stage. k % 8 == 0 and n % 8 == 0 (TMA's 16-byte row
-//     strides), a problem of at least one block, and a build with sm_90a code; anything else
-//     takes the mma.sync kernel above.
+//     full and an empty mbarrier per stage. It needs k % 8 == 0 and n % 8 == 0 (TMA's 16-byte
+//     row strides), m and n of at least 128 and k of at least 64, and a build with sm_90a code;
+//     anything else takes the mma.sync kernel above.
 //
-// NOT YET RUN ON A GPU: the wgmma path was written and compiled (ptxas: HGMMA and UTMALDG in
-// the SASS, no spills) on a machine without one. Most likely to fail, if anything: the B
-// operand's descriptor (MN-major, transposed in the instruction: LBO 8 KiB between 64-column
-// boxes, SBO 1 KiB between groups of 8 k rows) and the A descriptor's 32-byte step along k
-// inside the 128-byte swizzle.
+// NOT YET RUN ON A GPU: the wgmma path was written and compiled on a machine without one
+// (ptxas for sm_90a: 168 registers at launch, no spills, no note of serialised wgmma; its SASS
+// was not read, for want of cuobjdump there). Its descriptor address math and its barrier
+// phases were checked against CPU models, not against hardware. Most likely to fail, if
+// anything: the B operand's descriptor (MN-major, transposed in the instruction: LBO 8 KiB
+// between 64-column boxes, SBO 1 KiB between groups of 8 k rows) and the A descriptor's
+// 32-byte step along k inside the 128-byte swizzle.
 #include "sgemm.h"
 
 #include <cuda.h>  // CUtensorMap and its enums; the function that encodes one comes from the driver at run time
