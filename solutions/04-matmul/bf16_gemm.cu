@@ -627,8 +627,8 @@ __device__ __forceinline__ void store_accumulators(const Problem& p, int2 origin
 #endif
 
 // Without sm_90a code the body is empty, and has no static shared memory: that is how the host
-// tells (wgmma_compiled), and it never launches it then. a_map: A as k-contiguous rows, boxes
-// of 64 x 128; b_map: B as n-contiguous rows, boxes of 64 x 64; both swizzled 128 bytes.
+// tells (wgmma_compiled), and it never launches it then. a_map: A, in boxes of 128 rows by 64
+// k; b_map: B, in boxes of 64 k rows by 64 columns; both swizzled 128 bytes.
 template <class T>
 __global__ void __launch_bounds__(T::threads, 1)
     bf16_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
