@@ -1,5 +1,6 @@
 #include "score.h"
 
+#include "labkit/protocol.h"
 #include "labkit/stats.h"
 
 #include <cstdio>
@@ -24,9 +25,10 @@ bool faster_than_memory(const json& record) {
 }
 
 // The compute floor: no kernel does a case's floating-point operations faster than every
-// FP32 lane of the GPU at its highest clock; 5% over it leaves room for clock rounding.
+// unit that can do them (the FP32 lanes, or the tensor cores for BF16) at the GPU's highest
+// clock; 5% over it leaves room for clock rounding.
 bool faster_than_compute(const json& record) {
-  const double flops = record.value("flops", 0.0), peak_gflops = record.value("peak_fp32_gflops", 0.0);
+  const double flops = record.value("flops", 0.0), peak_gflops = labkit::protocol::compute_peak(record).gflops;
   const double ms = record["student"].value("median_ms", 0.0);
   return flops > 0 && peak_gflops > 0 && ms > 0 && flops / (ms * 1e6) > 1.05 * peak_gflops;
 }
@@ -133,8 +135,9 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
       } else if (faster_than_compute(record)) {
         cr.points = 0;
         cr.outcome = Outcome::failed;
-        cr.message = "faster than this GPU's FP32 units can do the task's arithmetic: not credited "
-                     "(is work skipped, or done where the grader's clock was not looking?)";
+        cr.message = "faster than this GPU's " + labkit::protocol::compute_peak(record).name +
+                     " allows for the task's arithmetic: not credited (is work skipped, or done where the "
+                     "grader's clock was not looking?)";
       }
       // The lab's own advice on a slow time (measure_performance's hint), after ours.
       if (const std::string hint = record.value("hint", ""); !hint.empty())

@@ -1,4 +1,5 @@
 #include "model.h"
+#include "labkit/protocol.h"
 #include "report/console_text.h"
 #include "report/markdown_report.h"
 
@@ -241,6 +242,20 @@ TEST_SUITE("report") {
     timed.timing["flops_shown"] = 1.2 * timed.timing["flops"].get<double>();
     CHECK(grade::timing_line(timed) ==
           "yours 2.5000 ms, 66.0 TFLOP/s, 98.5% of FP32 peak; reference 2.2500 ms; ratio 0.90");
+  }
+
+  TEST_CASE("a tensor-core case's timing line and floor use the BF16 tensor-core peak, not the FP32 one") {
+    grade::CaseResult timed{"bf16-4096", "performance"};
+    timed.outcome = grade::Outcome::passed;
+    // 2 * 4096^3 FLOP in 0.2 ms: 687.2 TFLOP/s, 64.2% of a 1070 TFLOP/s peak.
+    timed.timing = {{"flops", 2.0 * 4096.0 * 4096.0 * 4096.0},
+                    {"peak_bf16_tensor_gflops", 1070000.0},
+                    {"student", {{"median_ms", 0.2}, {"gbps", 600.0}, {"percent_of_peak", 20.0}}},
+                    {"reference", {{"median_ms", 0.2}}},
+                    {"ratio", 1.0}};
+    CHECK(grade::timing_line(timed) ==
+          "yours 0.2000 ms, 687.2 TFLOP/s, 64.2% of BF16 tensor-core peak; reference 0.2000 ms; ratio 1.00");
+    CHECK(labkit::protocol::compute_peak(timed.timing).gflops == 1070000.0);
   }
 
   TEST_CASE("totals add up per lab and overall") {

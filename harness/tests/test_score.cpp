@@ -116,4 +116,26 @@ TEST_SUITE("score") {
     CHECK(named(result, "mpi-16MiB").outcome == grade::Outcome::failed);
     CHECK(named(result, "mpi-16MiB").message.find("no overlap") != std::string::npos);
   }
+
+  TEST_CASE("a call faster than the peak of the units its record names earns no speed points") {
+    const grade::LabSpec lab = allreduce_lab();
+    // 2 * 4096^3 FLOP in 0.1 ms is 1374 TFLOP/s: within no FP32 peak, beyond a 1070 TFLOP/s
+    // BF16 tensor-core peak; in 0.2 ms (687 TFLOP/s) it is within the tensor cores' peak.
+    const nlohmann::json beyond = {{"ratio", 2.0},
+                                   {"flops", 2.0 * 4096.0 * 4096.0 * 4096.0},
+                                   {"peak_bf16_tensor_gflops", 1070000.0},
+                                   {"student", {{"median_ms", 0.1}, {"relative_error", 0.01}}},
+                                   {"reference", {{"median_ms", 0.2}, {"relative_error", 0.01}}}};
+    nlohmann::json within = beyond;
+    within["ratio"] = 1.0;
+    within["student"]["median_ms"] = 0.2;
+    grade::Reports reports;
+    reports.performance["ring-16MiB"] = {{"ring-16MiB", protocol::Outcome::passed, "", beyond}};
+    reports.performance["mpi-16MiB"] = {{"mpi-16MiB", protocol::Outcome::passed, "", within}};
+    grade::LabResult result{lab.id, lab.name, lab.title};
+    grade::score_performance(lab, reports, "", result);
+    CHECK(named(result, "ring-16MiB").points == 0);
+    CHECK(named(result, "ring-16MiB").message.find("BF16 tensor-core peak") != std::string::npos);
+    CHECK(named(result, "mpi-16MiB").points == doctest::Approx(20));
+  }
 }

@@ -750,13 +750,12 @@ TEST_SUITE("performance") {
       const Shape& s = buffers.shape;
       std::printf("%s: %dx%dx%d (m x n x k), %.1f GFLOP, BF16 in, FP32 out, ratio = cublasGemmEx time / your "
                   "time\n", c.name.c_str(), s.m, s.n, s.k, 2e-9 * s.m * s.n * s.k);
-      // Tensor-core work: no FP32-peak floor (its `flops`), only the bandwidth floor; the
-      // reports count the multiply-adds as the README and the benchmark do.
-      const labkit::Work work(bf16_bytes_moved(s), 0, 2.0 * s.m * s.n * s.k);
+      // Tensor-core work: its floor and the reports' percentage are the tensor cores' BF16 peak.
+      const labkit::Work work(bf16_bytes_moved(s), 2.0 * s.m * s.n * s.k, 0, labkit::ComputeUnits::bf16_tensor_cores);
       labkit::measure_performance(c, work,
                                   perf_subject(labkit::student<decltype(bf16_gemm)>("bf16_gemm"), buffers),
                                   perf_subject(sgemm_anchors::cublas_bf16_gemm, buffers), {},
-                                  cuda_core_speed_hint(work.shown_flops));
+                                  cuda_core_speed_hint(work.flops));
     }, is_bf16_case);
   }
 }

@@ -206,7 +206,8 @@ void performance_case(std::ostringstream& out, const CaseResult& c, const CaseSh
     out << "<div class=\"plots\"><div>" << svg_bars(times, slowest, "median time (ms, shorter is faster)");
     if (library) out << "<p class=\"note\">library: <code>" << html_escaped(library->name) << "</code></p>";
     out << svg_bars(peak_shares, 100,
-                    yours.compute_bound ? format("%% of the FP32 peak (%.1f TFLOP/s)", t.value("peak_fp32_gflops", 0.0) / 1e3)
+                    yours.compute_bound ? "% of the " + yours.peak_name +
+                                              format(" (%.1f TFLOP/s)", labkit::protocol::compute_peak(t).gflops / 1e3)
                                   : format("%% of measured read bandwidth (%.0f GB/s)", t.value("peak_read_gbps", 0.0)))
         << "</div>";
     if (rubric) out << svg_points_curve(*rubric, t.value("ratio", 0.0), c.points);

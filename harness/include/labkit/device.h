@@ -21,6 +21,10 @@ struct DeviceInfo {
   // Every FP32 lane issuing one FMA (2 FLOPs) per cycle at the highest clock: no kernel
   // computes faster, so it bounds a compute-bound lab's time from below.
   double peak_fp32_gflops = 0;
+  // The same bound for BF16 multiply-adds on the tensor cores (dense, FP32 accumulation), from
+  // each architecture's tensor-core rate per multiprocessor and cycle; an architecture the kit
+  // does not know gets the highest rate it does know, so the bound stays a bound.
+  double peak_bf16_tensor_gflops = 0;
 };
 
 // Why no CUDA GPU can be used here ("no CUDA GPU found here", "no CUDA GPU here (no NVIDIA

@@ -148,18 +148,24 @@ struct PerfSubject {
 // with the case. For labs whose chapter is about speed, not about a wrong answer.
 using PerfHint = std::function<std::string(double student_ms)>;
 
+// The units that bound a compute-bound case: the FP32 lanes (SGEMM, N-body) or the tensor
+// cores running BF16 multiply-adds (lab 04's part 2).
+enum class ComputeUnits { fp32_lanes, bf16_tensor_cores };
+
 // The least a case must do: the bytes it moves through device memory and, for compute-bound
-// labs, its floating-point operations. The grader gives no speed credit for a time below
-// either floor (the measured read bandwidth; the GPU's FP32 peak). `shown_flops`, where a
-// lab's README counts its work another way (N-body: every body against every other, though
-// a kernel may compute each pair once), is what the reports' TFLOP/s count instead, so that
-// they read like the README and the benchmark.
+// labs, its floating-point operations and the units that run them. The grader gives no speed
+// credit for a time below either floor (the measured read bandwidth; the peak of those units).
+// `shown_flops`, where a lab's README counts its work another way (N-body: every body against
+// every other, though a kernel may compute each pair once), is what the reports' TFLOP/s count
+// instead, so that they read like the README and the benchmark.
 struct Work {
-  Work(double bytes_moved, double flops_done = 0, double flops_shown = 0)
-      : bytes(bytes_moved), flops(flops_done), shown_flops(flops_shown) {}
+  Work(double bytes_moved, double flops_done = 0, double flops_shown = 0,
+       ComputeUnits computed_on = ComputeUnits::fp32_lanes)
+      : bytes(bytes_moved), flops(flops_done), shown_flops(flops_shown), units(computed_on) {}
   double bytes;
   double flops;
   double shown_flops;
+  ComputeUnits units;
 };
 
 // What a lab's lesson requires of a correct call beyond its answer, judged from the

@@ -71,14 +71,25 @@ struct PerformanceRecord {
   bool calibration = false;  // sent as a calibration record
 };
 
+// The peak that bounds a compute-bound case's record, and its name in the reports: the FP32
+// lanes' ("peak_fp32_gflops") or the tensor cores' for BF16 ("peak_bf16_tensor_gflops"); a
+// gflops of 0 when the record names neither.
+struct ComputePeak {
+  double gflops = 0;
+  std::string name;  // "FP32 peak", "BF16 tensor-core peak"
+};
+ComputePeak compute_peak(const nlohmann::json& measurement);
+
 // What bounds a timed case, as every report shows it: for a case whose record names its
 // floating-point work ("flops": the compute-bound labs 04 and 08; "flops_shown" where the lab
-// counts it as its README does, labkit/lab.h's Work), the rate against the GPU's FP32 peak; for the rest, the bandwidth against the measured read bandwidth. `side` is one of
-// the measurement's timings ("student", "reference", "anchor").
+// counts it as its README does, labkit/lab.h's Work), the rate against the peak of the units
+// that do it (compute_peak); for the rest, the bandwidth against the measured read bandwidth.
+// `side` is one of the measurement's timings ("student", "reference", "anchor").
 struct Throughput {
   bool compute_bound = false;
   double rate = 0;     // TFLOP/s when compute_bound, else GB/s
   double percent = 0;  // of the peak
+  std::string peak_name;  // compute_peak's name when compute_bound
   std::string text() const;  // "52.3 TFLOP/s, 77.3% of FP32 peak" or "1184 GB/s, 39.3% of peak"
 };
 Throughput throughput(const nlohmann::json& measurement, const nlohmann::json& side);

@@ -51,6 +51,15 @@ static int fp32_lanes_per_sm(int major, int minor) {
   return major > 8 || (major == 8 && minor > 0) ? 128 : 64;
 }
 
+// Dense BF16 FLOPs per multiprocessor per cycle on the tensor cores, FP32 accumulation: 2048 on
+// A100 (8.0), 1024 on the 8.6/8.9 parts at full rate, 4096 on Hopper's wgmma (9.0), 8192 on
+// Blackwell (10.x) and, as an upper bound, on anything newer. Turing (7.5) has no BF16 path.
+static int bf16_tensor_flops_per_sm_cycle(int major, int minor) {
+  if (major < 8) return 0;
+  if (major == 8) return minor == 0 ? 2048 : 1024;
+  return major == 9 ? 4096 : 8192;
+}
+
 static DeviceInfo query_current_device() {
   DeviceInfo info;
   CUDA_CHECK(cudaGetDevice(&info.ordinal));
@@ -66,6 +75,8 @@ static DeviceInfo query_current_device() {
   int clock_khz = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, info.ordinal));
   info.peak_fp32_gflops = 2.0 * fp32_lanes_per_sm(info.major, info.minor) * info.sm_count * clock_khz * 1e-6;
+  info.peak_bf16_tensor_gflops =
+      double(bf16_tensor_flops_per_sm_cycle(info.major, info.minor)) * info.sm_count * clock_khz * 1e-6;
   return info;
 }
 

@@ -18,20 +18,26 @@ std::string module_variable(const std::string& module_name) {
 
 // ---- outcomes and record types -----------------------------------------------------------------
 
+ComputePeak compute_peak(const nlohmann::json& measurement) {
+  if (measurement.contains("peak_bf16_tensor_gflops"))
+    return {measurement.value("peak_bf16_tensor_gflops", 0.0), "BF16 tensor-core peak"};
+  return {measurement.value("peak_fp32_gflops", 0.0), "FP32 peak"};
+}
+
 Throughput throughput(const nlohmann::json& measurement, const nlohmann::json& side) {
   const double ms = side.value("median_ms", 0.0);
   const double flops = measurement.value("flops_shown", measurement.value("flops", 0.0));
-  const double peak_gflops = measurement.value("peak_fp32_gflops", 0.0);
-  if (flops > 0 && peak_gflops > 0 && ms > 0) {
+  const ComputePeak peak = compute_peak(measurement);
+  if (flops > 0 && peak.gflops > 0 && ms > 0) {
     const double gflops = flops / (ms * 1e6);
-    return {true, gflops / 1e3, 100.0 * gflops / peak_gflops};
+    return {true, gflops / 1e3, 100.0 * gflops / peak.gflops, peak.name};
   }
-  return {false, side.value("gbps", 0.0), side.value("percent_of_peak", 0.0)};
+  return {false, side.value("gbps", 0.0), side.value("percent_of_peak", 0.0), ""};
 }
 
 std::string Throughput::text() const {
-  char line[96];
-  if (compute_bound) std::snprintf(line, sizeof line, "%.1f TFLOP/s, %.1f%% of FP32 peak", rate, percent);
+  char line[128];
+  if (compute_bound) std::snprintf(line, sizeof line, "%.1f TFLOP/s, %.1f%% of %s", rate, percent, peak_name.c_str());
   else std::snprintf(line, sizeof line, "%.0f GB/s, %.1f%% of peak", rate, percent);
   return line;
 }

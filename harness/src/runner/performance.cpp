@@ -107,6 +107,15 @@ double peak_read_gbps() {
   return measured;
 }
 
+// A compute-bound case's work and the peak of the units that do it, under the key that
+// names them (labkit::protocol::compute_peak reads it back).
+nlohmann::json compute_peak_json(const Work& work) {
+  const DeviceInfo& device = current_device();
+  if (work.units == ComputeUnits::bf16_tensor_cores)
+    return {{"flops", work.flops}, {"peak_bf16_tensor_gflops", device.peak_bf16_tensor_gflops}};
+  return {{"flops", work.flops}, {"peak_fp32_gflops", device.peak_fp32_gflops}};
+}
+
 struct ReferenceTime {
   nlohmann::json json;  // timing_json's record
   std::string source;
@@ -215,7 +224,7 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   nlohmann::json record = {{"bytes", bytes_moved}};
   const double peak = peak_read_gbps();
   record["peak_read_gbps"] = peak;
-  if (work.flops > 0) record.update({{"flops", work.flops}, {"peak_fp32_gflops", current_device().peak_fp32_gflops}});
+  if (work.flops > 0) record.update(compute_peak_json(work));
   if (work.shown_flops > 0) record["flops_shown"] = work.shown_flops;
   // Nothing of the submission's may run while the reference is timed: no process, no thread.
   if (s.student) s.student->stop();
