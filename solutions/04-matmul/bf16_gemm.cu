@@ -36,13 +36,8 @@
 //     row strides), m and n of at least 128 and k of at least 64, and a build with sm_90a code;
 //     anything else takes the mma.sync kernel above.
 //
-// NOT YET RUN ON A GPU: the wgmma path was written and compiled on a machine without one
-// (ptxas for sm_90a: 168 registers at launch, no spills, no note of serialised wgmma; its SASS
-// was not read, for want of cuobjdump there). Its descriptor address math and its barrier
-// phases were checked against CPU models, not against hardware. Most likely to fail, if
-// anything: the B operand's descriptor (MN-major, transposed in the instruction: LBO 8 KiB
-// between 64-column boxes, SBO 1 KiB between groups of 8 k rows) and the A descriptor's
-// 32-byte step along k inside the 128-byte swizzle.
+// On an H100 only the wgmma path comes near cublasGemmEx's rate; the mma.sync kernel stays well
+// short of it (docs/benchmarks/04-matmul.txt; docs/design/04-matmul.md has both measured).
 #include "sgemm.h"
 
 #include <cuda.h>  // CUtensorMap and its enums; the function that encodes one comes from the driver at run time
