@@ -1,12 +1,17 @@
-// Lab 05 reference solution: the chapter's v3 (a shared-memory tile with its halo, the filter
-// in constant memory), taken three steps further:
+// Lab 05 reference solution. Two 2-D kernels, chosen by filter size:
+//
+// Up to 5 x 5, where the filter is memory-bound, the chapter's v3 (a shared-memory tile with
+// its halo) taken three steps further:
 //   - each thread computes a column strip of outputs, so every value it reads from shared
 //     memory serves up to filter_size outputs (register reuse; the chapter's v3 reads
 //     filter_size^2 values from shared memory for every output);
 //   - the filter size is a template parameter, so the loops unroll and each coefficient has a
-//     fixed place: a register, or an operand read straight from the constant bank by the FMA;
-//   - the tile is loaded with 16-byte loads when the rows are 16-byte aligned;
-//   - filters up to 5 x 5 skip constant memory: each thread loads the filter into registers.
+//     fixed register;
+//   - the tile is loaded with 16-byte loads when the rows are 16-byte aligned, and each thread
+//     loads the filter from d_filter into registers (no copy to constant memory).
+// From 7 x 7 on, where the FMAs bind it, no tile: each warp walks down a strip of the image
+// with the sums of filter_size output rows in registers, and adds each input row, read once,
+// into all of them ("rolling sums" below): nearly all of the loop's instructions are FMAs.
 // Every size and every odd filter size up to MAX_FILTER_SIZE is handled; pixels outside the
 // image count as zero.
 //
@@ -23,47 +28,36 @@
 
 namespace {
 
-// Written once per call, from d_filter, on the call's stream (cudaMemcpyToSymbolAsync), for
-// filters larger than 5 x 5. Every thread of a warp reads the same coefficient at the same
-// time: the constant cache broadcasts it to all 32 lanes in one access.
-__constant__ float c_filter[MAX_FILTER_SIZE * MAX_FILTER_SIZE];
-
-// The filter as the kernel reads it. The copy to constant memory is an operation of its own on
-// the stream, which the kernel must wait for: about 2 us per call, 1% of a 5 x 5 filter over
-// 8192 x 8192 (H100). Up to 5 x 5 each thread loads the filter from d_filter instead, with
-// 16-byte loads that every thread of a warp makes at the same address (ptxas reports 32
-// registers per thread at 5 x 5, as with constant memory). Larger filters read constant memory:
-// at 9 x 9 the loaded filter made the kernel 40% slower.
+// The filter as the tile kernel reads it: each thread loads it from d_filter into registers,
+// with 16-byte loads that every thread of a warp makes at the same address (ptxas reports 32
+// registers per thread at 5 x 5, as with constant memory). A copy to constant memory would be
+// an operation of its own on the stream, which the kernel must wait for: about 2 us per call,
+// 1% of a 5 x 5 filter over 8192 x 8192 (H100).
 template <int FilterSize>
 struct Filter {
-  static constexpr bool in_registers = FilterSize <= 5;
+  static_assert(FilterSize <= 5, "the tile kernel serves filters up to 5 x 5: larger ones cost registers");
   static constexpr int count = FilterSize * FilterSize;
-  float loaded[in_registers ? count : 1];
+  float loaded[count];
 
   __device__ explicit Filter(const float* __restrict__ filter) {
-    if constexpr (in_registers) {
-      if (reinterpret_cast<uintptr_t>(filter) % 16 == 0) {
+    if (reinterpret_cast<uintptr_t>(filter) % 16 == 0) {
 #pragma unroll
-        for (int q = 0; q < count / 4; ++q) {
-          const float4 four = __ldg(reinterpret_cast<const float4*>(filter) + q);
-          loaded[4 * q] = four.x;
-          loaded[4 * q + 1] = four.y;
-          loaded[4 * q + 2] = four.z;
-          loaded[4 * q + 3] = four.w;
-        }
-#pragma unroll
-        for (int q = count / 4 * 4; q < count; ++q) loaded[q] = __ldg(filter + q);
-      } else {
-#pragma unroll
-        for (int q = 0; q < count; ++q) loaded[q] = __ldg(filter + q);
+      for (int q = 0; q < count / 4; ++q) {
+        const float4 four = __ldg(reinterpret_cast<const float4*>(filter) + q);
+        loaded[4 * q] = four.x;
+        loaded[4 * q + 1] = four.y;
+        loaded[4 * q + 2] = four.z;
+        loaded[4 * q + 3] = four.w;
       }
+#pragma unroll
+      for (int q = count / 4 * 4; q < count; ++q) loaded[q] = __ldg(filter + q);
+    } else {
+#pragma unroll
+      for (int q = 0; q < count; ++q) loaded[q] = __ldg(filter + q);
     }
   }
 
-  __device__ float operator()(int i, int j) const {
-    if constexpr (in_registers) return loaded[i * FilterSize + j];
-    else return c_filter[i * FilterSize + j];
-  }
+  __device__ float operator()(int i, int j) const { return loaded[i * FilterSize + j]; }
 };
 
 // The block's shape and how much of the output it covers.
@@ -92,6 +86,41 @@ struct Tile {
 };
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// N floats as one vector (float2, float4): what a lane loads, stages and stores.
+template <int N>
+struct Vec;
+template <>
+struct Vec<2> {
+  using type = float2;
+};
+template <>
+struct Vec<4> {
+  using type = float4;
+};
+
+template <int N>
+struct Floats {
+  float v[N];
+};
+
+// Loads `count` floats of row `y` from column x on; zeros outside the image. With VectorLoads,
+// x is a multiple of `count` and cols of 4, so the vector lies wholly inside or outside.
+template <bool VectorLoads, int Count>
+__device__ Floats<Count> load_floats(const float* __restrict__ row_start, int x, int cols) {
+  Floats<Count> f;
+  if constexpr (VectorLoads) {
+    using V = typename Vec<Count>::type;
+    V value{};
+    if (x >= 0 && x < cols) value = __ldg(reinterpret_cast<const V*>(row_start + x));
+    f = *reinterpret_cast<Floats<Count>*>(&value);
+  } else {
+#pragma unroll
+    for (int c = 0; c < Count; ++c) f.v[c] = (x + c >= 0 && x + c < cols) ? __ldg(row_start + x + c) : 0.f;
+  }
+  return f;
+}
+
 
 // Copies the image window [first_row, +Tile::rows) x [first_col, +Tile::cols) into `tile`,
 // zeros outside the image. With `vector_loads`, cols is a multiple of 4 and `in` is 16-byte
@@ -180,10 +209,7 @@ conv2d_tiled_register_strip_kernel(const float* __restrict__ in, int rows, int c
 }
 
 template <int FilterSize>
-void launch(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
-  if (!Filter<FilterSize>::in_registers)
-    cudaMemcpyToSymbolAsync(c_filter, filter, sizeof(float) * Filter<FilterSize>::count, 0, cudaMemcpyDeviceToDevice,
-                            stream);
+void launch_tiled(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
   const int tiles_x = ceil_div(cols, Tiling::tile_cols);
   const int tiles_y = ceil_div(rows, Tiling::tile_rows);
   const bool vector_loads = cols % 4 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
@@ -192,20 +218,210 @@ void launch(const float* in, int rows, int cols, const float* filter, float* out
       <<<blocks, dim3(Tiling::threads_x, Tiling::threads_y), 0, stream>>>(in, rows, cols, tiles_x, vector_loads, filter, out);
 }
 
+// ---- filters from 7 x 7: sums that roll down the image ------------------------------------
+//
+// From 7 x 7 on the tile kernel is bound by its instructions, not by memory: its FMAs share
+// the issue slots with one shared-memory load per filter_size FMAs, and its fully unrolled
+// body (up to 78 KB of code at 15 x 15) streams through the instruction cache. This kernel
+// gives each FMA more company of its own kind. Each warp owns a strip of 32 x cols_per_lane
+// columns and walks down a chunk of its rows, as the fused separable kernel does. A lane loads
+// each input row once, as whole float4s (its columns and the halo on either side), straight
+// from global memory (L1 serves the overlap between neighbouring lanes), and adds it into the
+// filter_size output rows it feeds: filter row i's taps go into the sum of output row
+// y + half - i. Those sums stay in registers; after each input row the oldest is complete,
+// is stored, and the others move down one place. The loop body is one input row:
+// filter_size^2 x cols_per_lane FMAs against one load per float4 of the window, a few
+// hundred to 1800 FMAs in 2 to 29 KB of code; ptxas folds the move of the sums into each
+// sum's first FMA, so no instruction moves them. The coefficients come from shared memory as
+// float4s (filter rows padded to whole float4s), one load per four coefficients; from constant
+// memory, ptxas loads them into uniform registers two at a time (ULDC.64), twice the loads, and
+// there is no copy to constant memory to wait for. Each chunk also runs filter_size - 1 rows of warm-up and wind-down whose sums fall
+// outside it: chunks are sized so that every warp is resident at once, a few hundred rows at
+// 8192 x 8192.
+
+namespace rolling {
+
+// The knobs, chosen by counting instructions in ptxas's output for sm_90 (no measurement
+// yet picked them; the benchmark times the alternatives beside the reference): with 8
+// columns per lane the loop body is 96-97% FMAs from 7 x 7 to 15 x 15 (4 columns: 92-94%),
+// at 128-240 registers, 2 or 3 blocks per SM, with 8 independent sums per output row to hide
+// the FMAs' latency.
+struct Tuning {
+  static constexpr int warps_per_block = 4;
+  static constexpr int cols_per_lane = 8;   // two float4s per lane: each warp stores 1 KiB of whole lines per row
+  static constexpr int rows_ahead = 1;      // input rows a lane has loaded beyond the one it adds
+};
+
+template <class T, int FilterSize>
+struct Geometry {
+  static_assert(FilterSize % 2 == 1 && FilterSize <= MAX_FILTER_SIZE, "odd filter sizes up to MAX_FILTER_SIZE");
+  static_assert(T::cols_per_lane % 4 == 0, "a lane's columns are whole float4s");
+  static constexpr int threads = 32 * T::warps_per_block;
+  static constexpr int lane_cols = T::cols_per_lane;
+  static constexpr int half = FilterSize / 2;
+  static constexpr int strip_cols = 32 * lane_cols;
+  static constexpr int halo = (half + 3) / 4 * 4;                // columns loaded on each side, whole float4s
+  static constexpr int window_vectors = (2 * halo + lane_cols) / 4;
+  static constexpr int window_floats = 4 * window_vectors;
+  static constexpr int window_offset = halo - half;              // the first column a lane's sums need
+  static constexpr int padded_cols = (FilterSize + 3) / 4 * 4;   // a filter row in shared memory, whole float4s
+};
+
+// A lane's window of input row y: columns [x0, x0 + window_floats), zeros outside the image.
+template <class G, bool VectorLoads>
+__device__ Floats<G::window_floats> load_window(const float* __restrict__ in, int rows, int cols, int y, int x0) {
+  Floats<G::window_floats> w{};
+  if (y < 0 || y >= rows) return w;
+  const float* row_start = in + size_t(y) * cols;
+#pragma unroll
+  for (int q = 0; q < G::window_vectors; ++q) {
+    const Floats<4> f = load_floats<VectorLoads, 4>(row_start, x0 + 4 * q, cols);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) w.v[4 * q + c] = f.v[c];
+  }
+  return w;
+}
+
+// One warp per (strip, chunk) unit, numbered strip first, so that the warps of a block and of
+// neighbouring blocks work on neighbouring strips of the same rows.
+template <class T, int FilterSize, bool VectorLoads>
+__global__ void __launch_bounds__(Geometry<T, FilterSize>::threads)
+conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int strips, int chunks, int chunk_rows,
+                           const float* __restrict__ d_filter, float* __restrict__ out) {
+  using G = Geometry<T, FilterSize>;
+  constexpr int K = FilterSize, C = G::lane_cols, P = G::padded_cols;
+  __shared__ __align__(16) float filter[K][P];
+  for (int t = int(threadIdx.x); t < K * P; t += G::threads)
+    filter[t / P][t % P] = t % P < K ? __ldg(d_filter + t / P * K + t % P) : 0.f;
+  __syncthreads();  // the only one: before any warp leaves
+
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int unit = int(blockIdx.x) * T::warps_per_block + warp;
+  if (unit >= strips * chunks) return;
+  const int col0 = (unit % strips) * G::strip_cols + C * lane;  // the lane's first output column
+  const int out_row0 = (unit / strips) * chunk_rows;
+  const int out_row_end = min(out_row0 + chunk_rows, rows);
+  const int x0 = col0 - G::halo;
+
+  // After input row y, sums[m] holds output row y - half + m: filter row K - 1 - m has just
+  // been added into it.
+  float sums[K][C];
+#pragma unroll
+  for (int m = 0; m < K; ++m)
+#pragma unroll
+    for (int c = 0; c < C; ++c) sums[m][c] = 0.f;
+
+  Floats<G::window_floats> ahead[T::rows_ahead];
+#pragma unroll
+  for (int a = 0; a < T::rows_ahead; ++a)
+    ahead[a] = load_window<G, VectorLoads>(in, rows, cols, out_row0 - G::half + a, x0);
+
+  // One input row per iteration: the body stays small enough for the instruction cache.
+#pragma unroll 1
+  for (int y = out_row0 - G::half; y < out_row_end + G::half; ++y) {
+    const Floats<G::window_floats> w = ahead[0];
+#pragma unroll
+    for (int a = 0; a + 1 < T::rows_ahead; ++a) ahead[a] = ahead[a + 1];
+    ahead[T::rows_ahead - 1] = load_window<G, VectorLoads>(in, rows, cols, y + T::rows_ahead, x0);
+
+    // Each sum moves down one place as its first FMA reads it: sums[m] starts from sums[m + 1]
+    // (not yet updated, m ascending), and the newest output row, y + half, starts from zero.
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+      float coef[P];
+#pragma unroll
+      for (int q = 0; q < P / 4; ++q)
+        *reinterpret_cast<float4*>(&coef[4 * q]) = *reinterpret_cast<const float4*>(&filter[K - 1 - m][4 * q]);
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        float s = m + 1 < K ? sums[m + 1][c] : 0.f;
+#pragma unroll
+        for (int j = 0; j < K; ++j) s = fmaf(w.v[G::window_offset + c + j], coef[j], s);
+        sums[m][c] = s;
+      }
+    }
+
+    const int out_row = y - G::half;  // complete: its last input row, y, is in
+    if (out_row >= out_row0) {
+      float* row_start = out + size_t(out_row) * cols;
+#pragma unroll
+      for (int q = 0; q < C / 4; ++q) {
+        const int x = col0 + 4 * q;
+        if constexpr (VectorLoads) {
+          if (x < cols)
+            *reinterpret_cast<float4*>(row_start + x) =
+                make_float4(sums[0][4 * q], sums[0][4 * q + 1], sums[0][4 * q + 2], sums[0][4 * q + 3]);
+        } else {
+#pragma unroll
+          for (int c = 0; c < 4; ++c)
+            if (x + c < cols) row_start[x + c] = sums[0][4 * q + c];
+        }
+      }
+    }
+  }
+}
+
+// Chunks of rows sized so that the grid's warps are all resident at once: the fewest chunks,
+// so the least warm-up.
+struct Launch {
+  int strips, chunks, chunk_rows;
+  unsigned blocks;
+};
+
+template <class T, int FilterSize, bool VectorLoads>
+Launch plan(int rows, int cols) {
+  using G = Geometry<T, FilterSize>;
+  static const int resident_warps = [] {
+    int device = 0, sm_count = 0, per_sm = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads>,
+                                                  G::threads, 0);
+    return std::max(1, sm_count * per_sm * T::warps_per_block);
+  }();
+  Launch l{};
+  l.strips = ceil_div(cols, G::strip_cols);
+  const int chunks_wanted = std::max(1, resident_warps / l.strips);
+  l.chunk_rows = ceil_div(rows, chunks_wanted);
+  l.chunks = ceil_div(rows, l.chunk_rows);
+  l.blocks = unsigned(ceil_div(l.strips * l.chunks, T::warps_per_block));
+  return l;
+}
+
+template <class T, int FilterSize, bool VectorLoads>
+void launch_rolling(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
+  const Launch l = plan<T, FilterSize, VectorLoads>(rows, cols);
+  conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads><<<l.blocks, Geometry<T, FilterSize>::threads, 0, stream>>>(
+      in, rows, cols, l.strips, l.chunks, l.chunk_rows, filter, out);
+}
+
+template <class T, int FilterSize>
+void launch_rolling(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
+  const bool vector_loads = cols % 4 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0 &&
+                            reinterpret_cast<uintptr_t>(out) % 16 == 0;
+  if (vector_loads) launch_rolling<T, FilterSize, true>(in, rows, cols, filter, out, stream);
+  else launch_rolling<T, FilterSize, false>(in, rows, cols, filter, out, stream);
+}
+
+}  // namespace rolling
+
 }  // namespace
 
+// Up to 5 x 5 the tile kernel runs close to a copy of the image; from 7 x 7 on, the rolling
+// sums.
 extern "C" void conv2d(const float* d_in, int rows, int cols, const float* d_filter, int filter_size, float* d_out,
                        cudaStream_t stream) {
   if (rows < 1 || cols < 1 || filter_size < 1 || filter_size > MAX_FILTER_SIZE || filter_size % 2 == 0) return;
+  using T = rolling::Tuning;
   switch (filter_size) {
-    case 1: return launch<1>(d_in, rows, cols, d_filter, d_out, stream);
-    case 3: return launch<3>(d_in, rows, cols, d_filter, d_out, stream);
-    case 5: return launch<5>(d_in, rows, cols, d_filter, d_out, stream);
-    case 7: return launch<7>(d_in, rows, cols, d_filter, d_out, stream);
-    case 9: return launch<9>(d_in, rows, cols, d_filter, d_out, stream);
-    case 11: return launch<11>(d_in, rows, cols, d_filter, d_out, stream);
-    case 13: return launch<13>(d_in, rows, cols, d_filter, d_out, stream);
-    case 15: return launch<15>(d_in, rows, cols, d_filter, d_out, stream);
+    case 1: return launch_tiled<1>(d_in, rows, cols, d_filter, d_out, stream);
+    case 3: return launch_tiled<3>(d_in, rows, cols, d_filter, d_out, stream);
+    case 5: return launch_tiled<5>(d_in, rows, cols, d_filter, d_out, stream);
+    case 7: return rolling::launch_rolling<T, 7>(d_in, rows, cols, d_filter, d_out, stream);
+    case 9: return rolling::launch_rolling<T, 9>(d_in, rows, cols, d_filter, d_out, stream);
+    case 11: return rolling::launch_rolling<T, 11>(d_in, rows, cols, d_filter, d_out, stream);
+    case 13: return rolling::launch_rolling<T, 13>(d_in, rows, cols, d_filter, d_out, stream);
+    case 15: return rolling::launch_rolling<T, 15>(d_in, rows, cols, d_filter, d_out, stream);
   }
 }
 
@@ -257,23 +473,6 @@ struct Geometry {
   static_assert(2 * halo_lanes <= 32, "the halo is loaded by one float4 per lane");
 };
 
-// cols_per_lane floats as one vector: what a lane loads, stages and stores.
-template <int N>
-struct Vec;
-template <>
-struct Vec<2> {
-  using type = float2;
-};
-template <>
-struct Vec<4> {
-  using type = float4;
-};
-
-template <int N>
-struct Floats {
-  float v[N];
-};
-
 // One input row as a lane holds it between its load and its staging in shared memory: its own
 // columns, and one float4 of the halo for the first 2 halo_lanes lanes.
 template <int LaneCols>
@@ -288,23 +487,6 @@ template <class G>
 __device__ int halo_col(int strip_col0, int lane) {
   return lane < G::halo_lanes ? strip_col0 - G::halo + 4 * lane
                               : strip_col0 + G::strip_cols + 4 * (lane - G::halo_lanes);
-}
-
-// Loads `count` floats of row `y` from column x on; zeros outside the image. With VectorLoads,
-// x is a multiple of `count` and cols of 4, so the vector lies wholly inside or outside.
-template <bool VectorLoads, int Count>
-__device__ Floats<Count> load_floats(const float* __restrict__ row_start, int x, int cols) {
-  Floats<Count> f;
-  if constexpr (VectorLoads) {
-    using V = typename Vec<Count>::type;
-    V value{};
-    if (x >= 0 && x < cols) value = __ldg(reinterpret_cast<const V*>(row_start + x));
-    f = *reinterpret_cast<Floats<Count>*>(&value);
-  } else {
-#pragma unroll
-    for (int c = 0; c < Count; ++c) f.v[c] = (x + c >= 0 && x + c < cols) ? __ldg(row_start + x + c) : 0.f;
-  }
-  return f;
 }
 
 template <class G, bool VectorLoads>
