@@ -3,8 +3,13 @@
 // cudaMemcpy of the same bytes, the roofline anchor: a filter that reads every pixel once and
 // writes it once can go no faster than a copy. Times, GB/s (2 x rows x cols x 4 bytes + the
 // filter, over the time) and % of the measured read bandwidth, side by side, at the shapes of
-// datasets/05-convolution.yaml's performance and benchmark cases. Not a test: it prints
-// numbers for people to read. Each kernel's output is compared with the reference's.
+// datasets/05-convolution.yaml's performance and benchmark cases. From 5 x 5 on, candidate
+// tunings of the reference's rolling-sums kernel follow (labelled "candidate:"), so that one
+// run shows whether another would beat the reference's. The 2-D rows also give TFLOP/s
+// (2 x filter_size^2 x rows x cols over the time) and its % of the FP32 peak (SMs x FP32 lanes
+// x 2 x the highest SM clock, labkit::DeviceInfo::peak_fp32_gflops: the grader's figure): the
+// larger filters are bound by their FMAs, not by memory. Not a test: it prints numbers for
+// people to read. Each kernel's output is compared with the reference's.
 //
 // Then conv2d_separable: the reference (one fused pass), the chapter's two passes through
 // d_temp each from a shared-memory tile (grading/policy/chapter/), the starter's two passes
@@ -22,6 +27,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -170,10 +176,154 @@ __global__ void chapter_column_pass_tile_kernel(const float* temp, int rows, int
   if (row < rows && col < cols) out[size_t(row) * cols + col] = result;
 }
 
+// ---- candidates: the reference's rolling-sums kernel under other tunings ----
+//
+// A copy of solutions/05-convolution/conv2d.cu's conv2d_rolling_sums_kernel, 16-byte-aligned
+// rows only, with its knobs as template parameters: cols_per_lane (float4s per lane),
+// rows_ahead (input rows loaded before they are added) and warps per block. The reference's
+// own tuning is its row above these; see there for how the kernel works.
+namespace candidate {
+
+template <int ColsPerLane, int RowsAhead, int WarpsPerBlock, int FilterSize>
+struct Geometry {
+  static constexpr int threads = 32 * WarpsPerBlock;
+  static constexpr int half = FilterSize / 2;
+  static constexpr int strip_cols = 32 * ColsPerLane;
+  static constexpr int halo = (half + 3) / 4 * 4;
+  static constexpr int window_vectors = (2 * halo + ColsPerLane) / 4;
+  static constexpr int window_offset = halo - half;
+  static constexpr int padded_cols = (FilterSize + 3) / 4 * 4;
+};
+
+template <int N>
+struct Floats {
+  float v[N];
+};
+
+template <class G>
+__device__ Floats<4 * G::window_vectors> load_window(const float* __restrict__ in, int rows, int cols, int y, int x0) {
+  Floats<4 * G::window_vectors> w{};
+  if (y < 0 || y >= rows) return w;
+  const float* row_start = in + size_t(y) * cols;
+#pragma unroll
+  for (int q = 0; q < G::window_vectors; ++q) {
+    const int x = x0 + 4 * q;
+    const float4 f = x >= 0 && x < cols ? __ldg(reinterpret_cast<const float4*>(row_start + x)) : float4{};
+    w.v[4 * q] = f.x, w.v[4 * q + 1] = f.y, w.v[4 * q + 2] = f.z, w.v[4 * q + 3] = f.w;
+  }
+  return w;
+}
+
+template <int ColsPerLane, int RowsAhead, int WarpsPerBlock, int FilterSize>
+__global__ void __launch_bounds__(32 * WarpsPerBlock)
+rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int strips, int chunks, int chunk_rows,
+                    const float* __restrict__ d_filter, float* __restrict__ out) {
+  using G = Geometry<ColsPerLane, RowsAhead, WarpsPerBlock, FilterSize>;
+  constexpr int K = FilterSize, C = ColsPerLane, P = G::padded_cols;
+  __shared__ __align__(16) float filter[K][P];
+  for (int t = int(threadIdx.x); t < K * P; t += G::threads)
+    filter[t / P][t % P] = t % P < K ? __ldg(d_filter + t / P * K + t % P) : 0.f;
+  __syncthreads();
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int unit = int(blockIdx.x) * WarpsPerBlock + warp;
+  if (unit >= strips * chunks) return;
+  const int col0 = (unit % strips) * G::strip_cols + C * lane;
+  const int out_row0 = (unit / strips) * chunk_rows;
+  const int out_row_end = min(out_row0 + chunk_rows, rows);
+  const int x0 = col0 - G::halo;
+  float sums[K][C];
+#pragma unroll
+  for (int m = 0; m < K; ++m)
+#pragma unroll
+    for (int c = 0; c < C; ++c) sums[m][c] = 0.f;
+  Floats<4 * G::window_vectors> ahead[RowsAhead];
+#pragma unroll
+  for (int a = 0; a < RowsAhead; ++a) ahead[a] = load_window<G>(in, rows, cols, out_row0 - G::half + a, x0);
+#pragma unroll 1
+  for (int y = out_row0 - G::half; y < out_row_end + G::half; ++y) {
+    const Floats<4 * G::window_vectors> w = ahead[0];
+#pragma unroll
+    for (int a = 0; a + 1 < RowsAhead; ++a) ahead[a] = ahead[a + 1];
+    ahead[RowsAhead - 1] = load_window<G>(in, rows, cols, y + RowsAhead, x0);
+#pragma unroll
+    for (int m = 0; m < K; ++m) {
+      float coef[P];
+#pragma unroll
+      for (int q = 0; q < P / 4; ++q)
+        *reinterpret_cast<float4*>(&coef[4 * q]) = *reinterpret_cast<const float4*>(&filter[K - 1 - m][4 * q]);
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        float s = m + 1 < K ? sums[m + 1][c] : 0.f;
+#pragma unroll
+        for (int j = 0; j < K; ++j) s = fmaf(w.v[G::window_offset + c + j], coef[j], s);
+        sums[m][c] = s;
+      }
+    }
+    const int out_row = y - G::half;
+    if (out_row >= out_row0) {
+      float* row_start = out + size_t(out_row) * cols;
+#pragma unroll
+      for (int q = 0; q < C / 4; ++q)
+        if (col0 + 4 * q < cols)
+          *reinterpret_cast<float4*>(row_start + col0 + 4 * q) =
+              make_float4(sums[0][4 * q], sums[0][4 * q + 1], sums[0][4 * q + 2], sums[0][4 * q + 3]);
+    }
+  }
+}
+
+// The reference's launch: chunks of rows sized so that every warp of the grid is resident.
+template <int ColsPerLane, int RowsAhead, int WarpsPerBlock, int FilterSize>
+void launch(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
+  using G = Geometry<ColsPerLane, RowsAhead, WarpsPerBlock, FilterSize>;
+  const auto kernel = rolling_sums_kernel<ColsPerLane, RowsAhead, WarpsPerBlock, FilterSize>;
+  static const int resident_warps = [kernel] {  // asked once: the host's time between a call's events counts
+    int device = 0, sm_count = 0, per_sm = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, G::threads, 0);
+    return std::max(1, sm_count * per_sm * WarpsPerBlock);
+  }();
+  const int strips = (cols + G::strip_cols - 1) / G::strip_cols;
+  const int chunks_wanted = std::max(1, resident_warps / strips);
+  const int chunk_rows = (rows + chunks_wanted - 1) / chunks_wanted;
+  const int chunks = (rows + chunk_rows - 1) / chunk_rows;
+  const unsigned blocks = unsigned((strips * chunks + WarpsPerBlock - 1) / WarpsPerBlock);
+  kernel<<<blocks, G::threads, 0, stream>>>(in, rows, cols, strips, chunks, chunk_rows, filter, out);
+}
+
+using Launch = void (*)(const float*, int, int, const float*, float*, cudaStream_t);
+
+// The filter sizes the dataset times from 5 x 5 on; nullptr for the others.
+template <int ColsPerLane, int RowsAhead, int WarpsPerBlock>
+Launch for_filter_size(int filter_size) {
+  switch (filter_size) {
+    case 5: return launch<ColsPerLane, RowsAhead, WarpsPerBlock, 5>;
+    case 9: return launch<ColsPerLane, RowsAhead, WarpsPerBlock, 9>;
+    case 15: return launch<ColsPerLane, RowsAhead, WarpsPerBlock, 15>;
+  }
+  return nullptr;
+}
+
+struct Tuning {
+  const char* name;
+  Launch (*launch_for)(int filter_size);
+};
+
+// The reference's tuning is 8 columns per lane, 1 row ahead, 4 warps per block.
+const Tuning tunings[] = {
+    {"candidate: 4 cols/lane", for_filter_size<4, 1, 4>},
+    {"candidate: 4 cols/lane, 2 ahead", for_filter_size<4, 2, 4>},
+    {"candidate: 8 cols/lane, 2 ahead", for_filter_size<8, 2, 4>},
+    {"candidate: 8 cols/lane, 2 warps", for_filter_size<8, 1, 2>},
+};
+
+}  // namespace candidate
+
 struct Problem {
   int rows, cols, filter_size;
   size_t pixels() const { return size_t(rows) * cols; }
   double bytes_moved() const { return 2.0 * sizeof(float) * double(pixels()) + sizeof(float) * filter_size * filter_size; }
+  double flops() const { return 2.0 * filter_size * filter_size * double(pixels()); }  // one FMA per tap and pixel
 };
 
 // A case's image is `n` columns by `rows`, under an odd filter of filter_size x filter_size.
@@ -203,13 +353,24 @@ void copy_filter_to_constant(const float* filter, const Problem& p, cudaStream_t
                           cudaMemcpyDeviceToDevice, stream);
 }
 
+// The candidates run only where the reference's rolling kernel might: 16-byte-aligned rows
+// (cols a multiple of 4; cudaMalloc aligns the buffers) at a filter size they are built for.
+void add_candidates(std::vector<Variant>& rows, const Problem& p) {
+  if (p.cols % 4 != 0) return;
+  for (const candidate::Tuning& t : candidate::tunings)
+    if (const candidate::Launch launch = t.launch_for(p.filter_size))
+      rows.push_back({t.name, [p, launch](const float* in, const float* filter, float* out, cudaStream_t stream) {
+                        launch(in, p.rows, p.cols, filter, out, stream);
+                      }});
+}
+
 std::vector<Variant> variants(const Problem& p) {
   const dim3 block(chapter_block_dim, chapter_block_dim);
   const dim3 grid = chapter_grid(p);
   // The chapter's allocation: (2 filter_size + BLOCK_DIM)^2 floats, more than the tile needs.
   const size_t v3_shared = size_t(2 * p.filter_size + chapter_block_dim) * (2 * p.filter_size + chapter_block_dim) *
                            sizeof(float);
-  return {
+  std::vector<Variant> rows = {
       {"reference solution",
        [p](const float* in, const float* filter, float* out, cudaStream_t stream) {
          conv2d(in, p.rows, p.cols, filter, p.filter_size, out, stream);
@@ -233,6 +394,8 @@ std::vector<Variant> variants(const Problem& p) {
          chapter_v1_global_memory_kernel<<<grid, block, 0, stream>>>(out, in, filter, p.rows, p.cols, p.filter_size);
        }},
   };
+  add_candidates(rows, p);
+  return rows;
 }
 
 // Largest difference from the reference's output. Inputs and filter lie in [-1, 1], so an
@@ -246,12 +409,19 @@ bool same_output(const std::vector<float>& expected, const std::vector<float>& a
 }
 
 
-// One row of the table: time, GB/s, % of the measured read bandwidth, ratio to the first row.
+// One row of the table: time, GB/s, % of the measured read bandwidth, with `flops` (the 2-D
+// rows) TFLOP/s and % of the FP32 peak, and the ratio to the first row.
 void print_row(const char* label, const char* name, const labkit::TimingStats& t, double bytes, double peak_gbps,
-               double reference_ms, bool right) {
+               double reference_ms, bool right, double flops = 0) {
   const double gbps = labkit::gigabytes_per_second(bytes, t.ms.median);
-  std::printf("%-18s %-28s %9.4f ms %8.1f GB/s %6.1f%% of peak  ratio %5.2f  (%zu samples, +-%.2f%%)%s\n", label, name,
-              t.ms.median, gbps, 100 * gbps / peak_gbps, reference_ms / t.ms.median, t.ms.count,
+  char compute[64] = "";
+  if (flops > 0) {
+    const double gflops = flops / (t.ms.median * 1e6);
+    std::snprintf(compute, sizeof compute, " %6.2f TFLOP/s %5.1f%% of FP32 peak", gflops / 1e3,
+                  100 * gflops / labkit::current_device().peak_fp32_gflops);
+  }
+  std::printf("%-18s %-31s %9.4f ms %8.1f GB/s %6.1f%% of peak%s  ratio %5.2f  (%zu samples, +-%.2f%%)%s\n", label,
+              name, t.ms.median, gbps, 100 * gbps / peak_gbps, compute, reference_ms / t.ms.median, t.ms.count,
               100 * t.ms.relative_error, right ? "" : "  WRONG OUTPUT");
 }
 
@@ -274,7 +444,7 @@ void bench_problem(const labkit::Case& c, double peak_gbps) {
     }
     const bool is_copy = std::string(v.name).find("cudaMemcpy") != std::string::npos;
     const bool right = is_copy ? output == host_in : same_output(reference_output, output, p);
-    print_row(c.name.c_str(), v.name, t, p.bytes_moved(), peak_gbps, reference_ms, right);
+    print_row(c.name.c_str(), v.name, t, p.bytes_moved(), peak_gbps, reference_ms, right, p.flops());
   }
 }
 
@@ -387,6 +557,9 @@ int main(int argc, char** argv) {
   const std::vector<labkit::Case> cases = in_table_order(labkit::benchmark_cases(argc, argv));
   const double peak = labkit::start_benchmark(
       " (GB/s = 2 x rows x cols x 4 bytes / time; ratio = reference time / time, as the grader computes it)");
+  std::printf("FP32 peak %.1f TFLOP/s (SMs x FP32 lanes x 2 x highest SM clock; an H100 SXM: 132 x 128 x 2 x 1980 MHz "
+              "= 66.9). 2-D rows: TFLOP/s = 2 x filter_size^2 x rows x cols / time\n",
+              labkit::current_device().peak_fp32_gflops / 1e3);
   for (const labkit::Case& c : cases) {
     if (is_separable(c))
       bench_separable_problem(c, peak);
