@@ -191,8 +191,12 @@ void bench_argmax_case(const labkit::Case& c, double peak_gbps) {
   for (const auto& named : runs) {
     const char* name = named.first;
     const FloatRun& run = named.second;
+    // The CAS loops take tens of milliseconds to seconds a call: three samples tell that much.
+    labkit::StoppingRule rule;
+    rule.min_samples = 3;
+    rule.max_seconds = 1.0;
     const labkit::TimingStats t = labkit::time_call(
-        {[&](cudaStream_t stream) { run(in.data(), n, index.data(), stream); }, [&](int) { index.poison(); }});
+        {[&](cudaStream_t stream) { run(in.data(), n, index.data(), stream); }, [&](int) { index.poison(); }}, rule);
     const bool right = index.download()[0] == right_index;
     const double gbps = labkit::gigabytes_per_second(sizeof(float) * double(n), t.ms.median);
     std::printf("%-27s %-31s %9.4f ms %8.1f GB/s %6.1f%% of peak  (%zu samples, +-%.2f%%)%s\n", c.name.c_str(), name,
