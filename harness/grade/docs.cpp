@@ -127,7 +127,8 @@ LabTiers tiers_of(const std::string& source_root, const LabSpec& lab) {
   std::vector<LabResult> runs;
   for (const char* tier : policy::tiers) {
     const auto recorded = policy::recorded_run(source_root, tier, lab);
-    if (!recorded) continue;
+    // A record made before a part's cases were added is shown as not recorded until it is again.
+    if (!recorded || !policy::cases_awaiting_record(lab, *recorded).empty()) continue;
     if (const std::string mismatch = policy::record_mismatch(lab, *recorded); !mismatch.empty())
       throw std::runtime_error("lab " + lab.id + ", " + tier + ": " + mismatch);
     tiers.scored.emplace(tier, policy::rescored(lab, *recorded));
@@ -135,7 +136,7 @@ LabTiers tiers_of(const std::string& source_root, const LabSpec& lab) {
   }
   for (const policy::Step& step : policy::steps_of(source_root, lab)) {
     const auto recorded = policy::recorded_step(source_root, lab, step);
-    if (!recorded) continue;
+    if (!recorded || !policy::cases_awaiting_record(lab, *recorded).empty()) continue;
     if (const std::string mismatch = policy::record_mismatch(lab, *recorded); !mismatch.empty())
       throw std::runtime_error("lab " + lab.id + ", step " + step.slug + ": " + mismatch);
     tiers.steps.push_back({step, policy::rescored(lab, *recorded)});

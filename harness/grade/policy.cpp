@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 
 namespace fs = std::filesystem;
 
@@ -89,6 +90,22 @@ std::string record_mismatch(const LabSpec& lab, const LabResult& recorded) {
   if (correctness == dataset.correctness.size()) return "";
   return "the dataset has " + std::to_string(dataset.correctness.size()) + " correctness cases, the recorded run " +
          std::to_string(correctness) + ": grade the tiers again on the GPU (grading/policy/record.sh)";
+}
+
+std::vector<std::string> cases_awaiting_record(const LabSpec& lab, const LabResult& recorded) {
+  const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
+  std::set<std::string> in_record;
+  for (const CaseResult& c : recorded.cases)
+    if (c.kind == "correctness") in_record.insert(c.name);
+  std::set<std::string> in_dataset;
+  std::vector<std::string> awaiting;
+  for (const labkit::Case& c : dataset.correctness) {
+    in_dataset.insert(c.name);
+    if (in_record.count(c.name) == 0) awaiting.push_back(c.name);
+  }
+  for (const std::string& name : in_record)
+    if (in_dataset.count(name) == 0) return {};
+  return awaiting;
 }
 
 LabResult rescored(const LabSpec& lab, const LabResult& recorded) {

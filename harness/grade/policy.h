@@ -33,6 +33,12 @@ std::optional<LabResult> recorded_run(const std::string& source_root, const std:
 // command that records it again; "" when it fits.
 std::string record_mismatch(const LabSpec& lab, const LabResult& recorded);
 
+// The dataset's correctness cases the record lacks, where it holds no case the dataset has
+// dropped: a part added since the record, whose cases wait for a GPU to record them (the policy
+// test warns, and the READMEs' tables say "not recorded"). Empty where the record fits, or
+// where it differs some other way (then record_mismatch is the failure to report).
+std::vector<std::string> cases_awaiting_record(const LabSpec& lab, const LabResult& recorded);
+
 // ---- Steps
 
 // Where each lab's tables name its versions and list its steps (words, no numbers), and where

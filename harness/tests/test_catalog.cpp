@@ -90,7 +90,7 @@ TEST_SUITE("catalog") {
     const auto labs = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
     CHECK(grade::find_lab(labs, "01").contract == "histogram.h");
     CHECK(grade::find_lab(labs, "01").contract_functions == std::vector<std::string>{"histogram"});
-    CHECK(grade::find_lab(labs, "02").contract_functions == std::vector<std::string>{"dot", "argmax"});
+    CHECK(grade::find_lab(labs, "02").contract_functions == std::vector<std::string>{"dot", "argmax", "argmax_float"});
     CHECK(grade::find_lab(labs, "12").contract_functions == std::vector<std::string>{"gauss_solve", "time_peer_copy"});
     const fs::path dir = fs::temp_directory_path() / "labkit-test-contract";
     write(dir / "ok.h", "// extern \"C\" void not_this(int);\n/* extern \"C\" void nor_this(int); */\n"
@@ -123,7 +123,7 @@ TEST_SUITE("catalog") {
     const std::string text = grade::catalog_key_values(grade::catalog_json(grade::load_catalog(LABKIT_TEST_SOURCE_ROOT)));
     CHECK(text.rfind("labs=01-histogram 02-dot-product ", 0) == 0);
     for (const char* line : {"01-histogram.checks=test_histogram.cu\n", "01-histogram.contract=histogram.h\n",
-                             "02-dot-product.contract_functions=dot argmax\n", "01-histogram.modules=\n",
+                             "02-dot-product.contract_functions=dot argmax argmax_float\n", "01-histogram.modules=\n",
                              "10-quicksort.nvcc_flags=-rdc=true\n", "10-quicksort.link_libraries=cudadevrt\n",
                              "04-matmul.kit_libraries.checks=cublas\n", "12-gauss-multi-gpu.min_gpus=2\n",
                              "12-gauss-multi-gpu.module_files=gauss.cu peer_copy.cu\n",

@@ -1,6 +1,7 @@
-// The library anchor of lab 02: cub::DeviceReduce::TransformReduce over the products
-// a[i] * b[i], behind the lab's contract (dot.h), owning its scratch. The benchmark
-// (bench_dot.cu) and the grader's reports (test_dot.cu) show the reference beside it.
+// The library anchors of lab 02, behind the lab's contract (dot.h), each owning its scratch:
+// cub::DeviceReduce::TransformReduce over the products a[i] * b[i] (dot), and
+// cub::DeviceReduce::ArgMax (part 2, argmax_float). The benchmark (bench_dot.cu) and the
+// grader's reports (test_dot.cu) show the reference beside them.
 #pragma once
 
 #include "dot.h"
@@ -42,3 +43,55 @@ private:
 
   labkit::DeviceBuffer<uint8_t> scratch_;
 };
+
+// cub::DeviceReduce::ArgMax keeps the first of equal values under `>`, as the contract does
+// (-0.0f and +0.0f compare equal). CCCL 2.8 (CUDA 12.9) added the form that writes the index
+// as an int64_t; older CUBs write a KeyValuePair, unpacked here by one small kernel.
+#if CUB_VERSION >= 200800
+class CubArgmax {
+public:
+  explicit CubArgmax(size_t n) : scratch_(scratch_bytes(n)), max_(1) {}
+
+  void operator()(const float* in, size_t n, int64_t* index, cudaStream_t stream) {
+    size_t bytes = scratch_.size();
+    cub::DeviceReduce::ArgMax(scratch_.data(), bytes, in, max_.data(), index, int64_t(n), stream);
+  }
+
+private:
+  static size_t scratch_bytes(size_t n) {
+    size_t bytes = 0;
+    cub::DeviceReduce::ArgMax(nullptr, bytes, static_cast<const float*>(nullptr), static_cast<float*>(nullptr),
+                              static_cast<int64_t*>(nullptr), int64_t(n));
+    return bytes;
+  }
+
+  labkit::DeviceBuffer<uint8_t> scratch_;
+  labkit::DeviceBuffer<float> max_;
+};
+#else
+__global__ void cub_argmax_unpack_kernel(const cub::KeyValuePair<int, float>* pair, int64_t* index) {
+  *index = pair->key;
+}
+
+class CubArgmax {
+public:
+  explicit CubArgmax(size_t n) : scratch_(scratch_bytes(n)), pair_(1) {}
+
+  void operator()(const float* in, size_t n, int64_t* index, cudaStream_t stream) {
+    size_t bytes = scratch_.size();
+    cub::DeviceReduce::ArgMax(scratch_.data(), bytes, in, pair_.data(), int(n), stream);
+    cub_argmax_unpack_kernel<<<1, 1, 0, stream>>>(pair_.data(), index);
+  }
+
+private:
+  static size_t scratch_bytes(size_t n) {
+    size_t bytes = 0;
+    cub::DeviceReduce::ArgMax(nullptr, bytes, static_cast<const float*>(nullptr),
+                              static_cast<cub::KeyValuePair<int, float>*>(nullptr), int(n));
+    return bytes;
+  }
+
+  labkit::DeviceBuffer<uint8_t> scratch_;
+  labkit::DeviceBuffer<cub::KeyValuePair<int, float>> pair_;
+};
+#endif

@@ -1,12 +1,17 @@
 // Lab 02 checks: the student's dot product against an exact CPU sum, each case run several
 // times (a race shows up as answers that change between runs); the arg-max exercise against
-// std::max_element; then the dot product's speed against the reference solution's.
+// std::max_element; then the dot product's speed against the reference solution's. Part 2,
+// argmax_float (the cases with `exercise: argmax_float`): against std::max_element on every
+// run, then its speed against the reference's, cub::DeviceReduce::ArgMax beside them.
 #include "cub_dot.cuh"
 #include "dot.h"
 
 #include <labkit/lab.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <set>
 
 namespace {
@@ -241,11 +246,177 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(dot)> fn, const Case&
 
 bool is_argmax_case(const Case& c) { return c.has("exercise") && c.params.at("exercise") == "argmax"; }
 
+// ---- Part 2, argmax_float: correctness -----------------------------------------------------
+
+bool is_argmax_float_case(const Case& c) { return c.has("exercise") && c.params.at("exercise") == "argmax_float"; }
+bool is_part1_case(const Case& c) { return !is_argmax_float_case(c); }
+
+// A position in [lo, hi) drawn from the case's seed and a salt.
+size_t planted_position(const Case& c, uint64_t salt, size_t lo, size_t hi) {
+  return lo + size_t(labkit::splitmix64(c.input.seed ^ salt) % (hi - lo));
+}
+
+// The case's floats, drawn in [lo, hi], then what `plant` asks for:
+//   max-first, max-last  a value above every other at index 0, or at n - 1
+//   signed-zeros         (the range below zero) -0.0f at a drawn position in the first half, and
+//                        +0.0f at four drawn positions after it: the largest value is zero, and
+//                        its first index holds -0.0f
+std::vector<float> make_float_input(const Case& c) {
+  std::vector<float> in = labkit::generate<float>(c.n, c.input);
+  const std::string plant = c.has("plant") ? c.params.at("plant") : "";
+  const float above = float(c.input.hi + (c.input.hi - c.input.lo) + 1);
+  if (plant == "max-first") {
+    in.front() = above;
+  } else if (plant == "max-last") {
+    in.back() = above;
+  } else if (plant == "signed-zeros") {
+    if (c.input.hi >= 0 || c.n < 8) throw std::invalid_argument("signed-zeros needs values below zero and n >= 8");
+    const size_t first = planted_position(c, 0x2E50, 0, c.n / 2);
+    in[first] = -0.0f;
+    for (uint64_t k = 0; k < 4; ++k) in[planted_position(c, 0x2E51 + k, first + 1, c.n)] = +0.0f;
+  } else if (!plant.empty()) {
+    throw std::invalid_argument("unknown plant: " + plant);
+  }
+  return in;
+}
+
+uint32_t float_bits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+// The index std::max_element would pick if the floats' bits were compared as signed (or as
+// unsigned) integers: what a key without the order-preserving transform gives.
+template <class Int>
+size_t argmax_of_bits(const std::vector<float>& in) {
+  size_t best = 0;
+  for (size_t i = 1; i < in.size(); ++i)
+    if (Int(float_bits(in[i])) > Int(float_bits(in[best]))) best = i;
+  return best;
+}
+
+std::string show_float(float value) {
+  if (value == 0) return std::signbit(value) ? "-0.0" : "+0.0";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", value);
+  return text;
+}
+
+std::string diagnose_argmax_float(const std::vector<float>& in, int64_t expected, int64_t actual) {
+  const std::string message = "expected index " + std::to_string(expected) + " (" + show_float(in[expected]) +
+                              "), got " + std::to_string(actual);
+  if (uint64_t(actual) == poison_u64)
+    return message + ": *d_index still holds what it held before the call (the checks fill it with 0xA5 bytes)";
+  if (actual < 0 || size_t(actual) >= in.size())
+    return message + ", which is not an index of the input (n = " + std::to_string(in.size()) + ")";
+  const std::string got = message + " (" + show_float(in[actual]) + ")";
+  if (in[actual] == 0 && in[expected] == 0 && std::signbit(in[actual]) != std::signbit(in[expected]))
+    return got + ": -0.0 and +0.0 compare equal, so the first of them wins, but your key orders -0.0 below "
+                 "+0.0 (hint: their bits differ; fold -0.0 into +0.0 before making the key, e.g. add 0.0f)";
+  if (in[actual] == in[expected])
+    return got + ", which holds the largest value too, but the contract asks for the smallest such index (hint: "
+                 "ties are a race as well: the last thread to write wins, unless the comparison itself prefers the "
+                 "smaller index, e.g. the complement of the index in the packed word's low half)";
+  if (size_t(actual) == argmax_of_bits<int32_t>(in))
+    return got + ": that is the largest if the floats' bits are compared as signed integers, which orders "
+                 "negative floats backwards (a larger magnitude has larger bits) (hint: README, part 2: flip all "
+                 "the bits of a negative float, set the sign bit of a positive one, then compare unsigned)";
+  if (size_t(actual) == argmax_of_bits<uint32_t>(in))
+    return got + ": that is the largest if the floats' bits are compared as unsigned integers, which puts every "
+                 "negative float above every positive one (hint: README, part 2: flip all the bits of a negative "
+                 "float, set the sign bit of a positive one)";
+  return got + ", not the largest value: value and index were updated by separate operations and another thread "
+               "got in between, or a compare-and-swap loop retried from a stale value (hint: one atomic operation "
+               "on one 64-bit word must update both; after a failed atomicCAS, start again from what it returned)";
+}
+
+void check_argmax_float(const Case& c) {
+  if (c.n == 0) throw std::invalid_argument("argmax_float cases need n >= 1");
+  const std::vector<float> in = make_float_input(c);
+  const int64_t expected = std::max_element(in.begin(), in.end()) - in.begin();
+  labkit::export_array(c, "input", in);
+  labkit::export_array(c, "expected_index", std::vector<int64_t>{expected});
+  DeviceBuffer<float> d_in(in);
+  DeviceBuffer<int64_t> d_index(1);
+  auto argmax_fn = labkit::student<decltype(argmax_float)>("argmax_float");
+
+  for (long long run = 0; run < c.integer("repeats", 5); ++run) {
+    d_index.poison();
+    argmax_fn(d_in.data(), c.n, d_index.data(), nullptr);
+    CUDA_CHECK_KERNELS(nullptr);
+    const int64_t actual = d_index.download()[0];
+    if (actual != expected) {
+      labkit::verdict(c, false, diagnose_argmax_float(in, expected, actual) + " (run " + std::to_string(run + 1) + ")");
+      return;
+    }
+  }
+  labkit::verdict(c, true);
+}
+
+// ---- Part 2, argmax_float: performance -----------------------------------------------------
+
+// The float whose order-preserving key (README, part 2) is `key`.
+__device__ float float_of_key(uint32_t key) {
+  return __uint_as_float((key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key);
+}
+
+// Ascending values, every element above the one before it, so that every thread's candidate
+// beats what the word held when it looked: the most contended input for a merge on one word.
+// The largest value appears a second time at `tie`, in the last sixteenth, so the answer is
+// `tie`, not n - 1, and cannot be guessed from the input's shape.
+__global__ void ascending_kernel(float* out, size_t n, uint32_t first_key, size_t tie) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    out[i] = float_of_key(first_key + uint32_t(i == tie ? n - 1 : i));
+}
+
+// `pattern: ascending`: consecutive finite floats from a key drawn from the seed; otherwise the
+// case's distribution.
+labkit::FreshInput<float> float_perf_input(const Case& c) {
+  if (!c.has("pattern")) return labkit::FreshInput<float>(c.n, c.input);
+  if (c.params.at("pattern") != "ascending" || c.n < 16 || c.n >= (size_t(1) << 31))
+    throw std::invalid_argument("pattern: ascending (16 <= n < 2^31) is the one pattern part 2 knows");
+  const size_t n = c.n;
+  return labkit::FreshInput<float>(n, [n](float* out, uint64_t seed, cudaStream_t stream) {
+    constexpr uint32_t lowest_finite_key = 0x00800000u, highest_finite_key = 0xFF7FFFFFu;
+    const uint64_t bits = labkit::splitmix64(seed);
+    const uint64_t first_keys = uint64_t(highest_finite_key) - lowest_finite_key + 2 - n;  // first_key + n - 1 finite
+    const uint32_t first_key = lowest_finite_key + uint32_t(bits % first_keys);
+    const size_t tie = n - 1 - size_t((bits >> 32) % (n / 16));
+    ascending_kernel<<<1024, 256, 0, stream>>>(out, n, first_key, tie);
+  });
+}
+
+struct FloatPerfBuffers {
+  explicit FloatPerfBuffers(const Case& c) : in(float_perf_input(c)), index(1), expected(1), cub(c.n) {}
+  labkit::FreshInput<float> in;
+  labkit::TimedOutput<int64_t> index;
+  DeviceBuffer<int64_t> expected;
+  CubArgmax cub;
+};
+
+labkit::PerfSubject float_perf_subject(labkit::Function<decltype(argmax_float)> fn, const Case& c,
+                                       FloatPerfBuffers& in) {
+  return {labkit::timed_call([fn, &c, &in](cudaStream_t stream) { fn(in.in.data(), c.n, in.index.data(), stream); },
+                             {&in.in}, {&in.index}),
+          [&c, &in]() -> std::string {
+            labkit::reference<decltype(argmax_float)>("argmax_float")(in.in.drawn(), c.n, in.expected.data(), nullptr);
+            const int64_t expected = in.expected.download()[0];
+            const int64_t actual = in.index.collected()[0];
+            return actual == expected ? ""
+                                      : "expected index " + std::to_string(expected) + ", got " + std::to_string(actual);
+          }};
+}
+
 }  // namespace
 
 TEST_SUITE("correctness") {
   TEST_CASE("dot matches an exact CPU sum on every run; argmax matches std::max_element") {
-    labkit::for_each_correctness_case([](const Case& c) { is_argmax_case(c) ? check_argmax(c) : check_dot(c); });
+    labkit::for_each_correctness_case([](const Case& c) { is_argmax_case(c) ? check_argmax(c) : check_dot(c); },
+                                      is_part1_case);
+  }
+  TEST_CASE("argmax_float matches std::max_element on every run") {
+    labkit::for_each_correctness_case([](const Case& c) { check_argmax_float(c); }, is_argmax_float_case);
   }
 }
 
@@ -257,6 +428,16 @@ TEST_SUITE("performance") {
       labkit::measure_performance(c, bytes_read, perf_subject(labkit::student<decltype(dot)>("dot"), c, buffers),
                                   perf_subject(labkit::reference<decltype(dot)>("dot"), c, buffers),
                                   {"cub::DeviceReduce::TransformReduce", perf_subject(std::ref(buffers.cub), c, buffers)});
-    });
+    }, is_part1_case);
+  }
+  TEST_CASE("argmax_float throughput against the reference") {
+    labkit::for_each_timed_case([&](const Case& c) {
+      FloatPerfBuffers buffers(c);
+      const double bytes_read = sizeof(float) * double(c.n);
+      labkit::measure_performance(
+          c, bytes_read, float_perf_subject(labkit::student<decltype(argmax_float)>("argmax_float"), c, buffers),
+          float_perf_subject(labkit::reference<decltype(argmax_float)>("argmax_float"), c, buffers),
+          {"cub::DeviceReduce::ArgMax", float_perf_subject(std::ref(buffers.cub), c, buffers)});
+    }, is_argmax_float_case);
   }
 }

@@ -1,0 +1,1 @@
+../../../../../labs/02-dot-product/argmax_float.cu
