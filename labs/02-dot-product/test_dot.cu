@@ -196,27 +196,32 @@ std::string diagnose_argmax(const std::vector<int32_t>& in, int64_t expected, in
          "functions work on 64-bit words?)";
 }
 
-void check_argmax(const Case& c) {
-  if (c.n == 0) throw std::invalid_argument("argmax cases need n >= 1");
-  const std::vector<int32_t> in = labkit::generate<int32_t>(c.n, c.input);
+// Both argmax functions: each run of the case must name the first index of the largest
+// value; `diagnose` says what a wrong index suggests.
+template <class T, class Argmax, class Diagnose>
+void check_index_of_max(const Case& c, const std::vector<T>& in, Argmax argmax_fn, Diagnose diagnose) {
   const int64_t expected = std::max_element(in.begin(), in.end()) - in.begin();
   labkit::export_array(c, "input", in);
   labkit::export_array(c, "expected_index", std::vector<int64_t>{expected});
-  DeviceBuffer<int32_t> d_in(in);
+  DeviceBuffer<T> d_in(in);
   DeviceBuffer<int64_t> d_index(1);
-  auto argmax_fn = labkit::student<decltype(argmax)>("argmax");
-
   for (long long run = 0; run < c.integer("repeats", 5); ++run) {
     d_index.poison();
     argmax_fn(d_in.data(), c.n, d_index.data(), nullptr);
     CUDA_CHECK_KERNELS(nullptr);
     const int64_t actual = d_index.download()[0];
     if (actual != expected) {
-      labkit::verdict(c, false, diagnose_argmax(in, expected, actual) + " (run " + std::to_string(run + 1) + ")");
+      labkit::verdict(c, false, diagnose(in, expected, actual) + " (run " + std::to_string(run + 1) + ")");
       return;
     }
   }
   labkit::verdict(c, true);
+}
+
+void check_argmax(const Case& c) {
+  if (c.n == 0) throw std::invalid_argument("argmax cases need n >= 1");
+  check_index_of_max(c, labkit::generate<int32_t>(c.n, c.input), labkit::student<decltype(argmax)>("argmax"),
+                     diagnose_argmax);
 }
 
 // ---- dot: performance ------------------------------------------------------------------
@@ -333,25 +338,8 @@ std::string diagnose_argmax_float(const std::vector<float>& in, int64_t expected
 
 void check_argmax_float(const Case& c) {
   if (c.n == 0) throw std::invalid_argument("argmax_float cases need n >= 1");
-  const std::vector<float> in = make_float_input(c);
-  const int64_t expected = std::max_element(in.begin(), in.end()) - in.begin();
-  labkit::export_array(c, "input", in);
-  labkit::export_array(c, "expected_index", std::vector<int64_t>{expected});
-  DeviceBuffer<float> d_in(in);
-  DeviceBuffer<int64_t> d_index(1);
-  auto argmax_fn = labkit::student<decltype(argmax_float)>("argmax_float");
-
-  for (long long run = 0; run < c.integer("repeats", 5); ++run) {
-    d_index.poison();
-    argmax_fn(d_in.data(), c.n, d_index.data(), nullptr);
-    CUDA_CHECK_KERNELS(nullptr);
-    const int64_t actual = d_index.download()[0];
-    if (actual != expected) {
-      labkit::verdict(c, false, diagnose_argmax_float(in, expected, actual) + " (run " + std::to_string(run + 1) + ")");
-      return;
-    }
-  }
-  labkit::verdict(c, true);
+  check_index_of_max(c, make_float_input(c), labkit::student<decltype(argmax_float)>("argmax_float"),
+                     diagnose_argmax_float);
 }
 
 // ---- Part 2, argmax_float: performance -----------------------------------------------------
