@@ -87,6 +87,17 @@ struct Tile {
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
+// Warps of `kernel` resident on the whole GPU at once, in blocks of `threads`: how many the
+// strip kernels' grids may hold before a warp waits for another to finish.
+template <class Kernel>
+int resident_warps_of(Kernel kernel, int threads, int warps_per_block) {
+  int device = 0, sm_count = 0, per_sm = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
+  return std::max(1, sm_count * per_sm * warps_per_block);
+}
+
 // N floats as one vector (float2, float4): what a lane loads, stages and stores.
 template <int N>
 struct Vec;
@@ -371,14 +382,8 @@ struct Launch {
 template <class T, int FilterSize, bool VectorLoads>
 Launch plan(int rows, int cols) {
   using G = Geometry<T, FilterSize>;
-  static const int resident_warps = [] {
-    int device = 0, sm_count = 0, per_sm = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads>,
-                                                  G::threads, 0);
-    return std::max(1, sm_count * per_sm * T::warps_per_block);
-  }();
+  static const int resident_warps =
+      resident_warps_of(conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads>, G::threads, T::warps_per_block);
   Launch l{};
   l.strips = ceil_div(cols, G::strip_cols);
   const int chunks_wanted = std::max(1, resident_warps / l.strips);
@@ -633,14 +638,8 @@ struct Launch {
 template <class T, int FilterSize, bool VectorLoads>
 Launch plan(int rows, int cols) {
   using G = Geometry<T, FilterSize>;
-  static const int resident_warps = [] {
-    int device = 0, sm_count = 0, per_sm = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, separable_fused_ring_kernel<T, FilterSize, VectorLoads>,
-                                                  G::threads, 0);
-    return std::max(1, sm_count * per_sm * T::warps_per_block);
-  }();
+  static const int resident_warps =
+      resident_warps_of(separable_fused_ring_kernel<T, FilterSize, VectorLoads>, G::threads, T::warps_per_block);
   Launch l{};
   l.strips = ceil_div(cols, G::strip_cols);
   const int chunks_wanted = std::max(1, resident_warps * T::waves / l.strips);
