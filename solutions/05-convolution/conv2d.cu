@@ -98,6 +98,18 @@ int resident_warps_of(Kernel kernel, int threads, int warps_per_block) {
   return std::max(1, sm_count * per_sm * warps_per_block);
 }
 
+// A strip kernel's grid: one warp per strip and chunk of rows, `warps_per_block` to a block.
+struct Launch {
+  int strips, chunks, chunk_rows;
+  unsigned blocks;
+};
+
+Launch strip_launch(int rows, int strips, int chunk_rows, int warps_per_block) {
+  Launch l{strips, ceil_div(rows, chunk_rows), chunk_rows, 0};
+  l.blocks = unsigned(ceil_div(l.strips * l.chunks, warps_per_block));
+  return l;
+}
+
 // N floats as one vector (float2, float4): what a lane loads, stages and stores.
 template <int N>
 struct Vec;
@@ -374,23 +386,14 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 
 // Chunks of rows sized so that the grid's warps are all resident at once: the fewest chunks,
 // so the least warm-up.
-struct Launch {
-  int strips, chunks, chunk_rows;
-  unsigned blocks;
-};
-
 template <class T, int FilterSize, bool VectorLoads>
 Launch plan(int rows, int cols) {
   using G = Geometry<T, FilterSize>;
   static const int resident_warps =
       resident_warps_of(conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads>, G::threads, T::warps_per_block);
-  Launch l{};
-  l.strips = ceil_div(cols, G::strip_cols);
-  const int chunks_wanted = std::max(1, resident_warps / l.strips);
-  l.chunk_rows = ceil_div(rows, chunks_wanted);
-  l.chunks = ceil_div(rows, l.chunk_rows);
-  l.blocks = unsigned(ceil_div(l.strips * l.chunks, T::warps_per_block));
-  return l;
+  const int strips = ceil_div(cols, G::strip_cols);
+  const int chunks_wanted = std::max(1, resident_warps / strips);
+  return strip_launch(rows, strips, ceil_div(rows, chunks_wanted), T::warps_per_block);
 }
 
 template <class T, int FilterSize, bool VectorLoads>
@@ -630,24 +633,16 @@ separable_fused_ring_kernel(const float* __restrict__ in, int rows, int cols, in
 // Chunks of rows sized so that the grid's warps fill the GPU `waves` times over, each chunk a
 // multiple of filter_size plus one rows long: with the filter_size - 1 rows of its vertical
 // halo, a whole number of unrolled rounds.
-struct Launch {
-  int strips, chunks, chunk_rows;
-  unsigned blocks;
-};
-
 template <class T, int FilterSize, bool VectorLoads>
 Launch plan(int rows, int cols) {
   using G = Geometry<T, FilterSize>;
   static const int resident_warps =
       resident_warps_of(separable_fused_ring_kernel<T, FilterSize, VectorLoads>, G::threads, T::warps_per_block);
-  Launch l{};
-  l.strips = ceil_div(cols, G::strip_cols);
-  const int chunks_wanted = std::max(1, resident_warps * T::waves / l.strips);
+  const int strips = ceil_div(cols, G::strip_cols);
+  const int chunks_wanted = std::max(1, resident_warps * T::waves / strips);
   const int rows_per_chunk = ceil_div(rows, chunks_wanted);
-  l.chunk_rows = ceil_div(std::max(rows_per_chunk - 1, 1), FilterSize) * FilterSize + 1;
-  l.chunks = ceil_div(rows, l.chunk_rows);
-  l.blocks = unsigned(ceil_div(l.strips * l.chunks, T::warps_per_block));
-  return l;
+  const int chunk_rows = ceil_div(std::max(rows_per_chunk - 1, 1), FilterSize) * FilterSize + 1;
+  return strip_launch(rows, strips, chunk_rows, T::warps_per_block);
 }
 
 template <class T, int FilterSize, bool VectorLoads>
