@@ -38,10 +38,16 @@ def kit_folders(root):
 
 
 def kit_file(root, name, kind):
-    """The kit's file NAME of that kind, as `grade --expect` finds it (harness/grade/expect.cpp)."""
-    for lab in sorted(kit_folders(root)[kind].iterdir()):
-        if (lab / name).is_file():
-            return lab / name
+    """The kit's file NAME of that kind (`starter`, `reference`, `chapter` or `step STEP`), as
+    `grade --expect` finds it (harness/grade/expect.cpp's kit_folder)."""
+    step = kind[len("step "):] if kind.startswith("step ") else None
+    folder = root / "grading/policy/steps" if step else kit_folders(root).get(kind)
+    if folder is None:
+        sys.exit(f"make-class: no kit files of kind {kind!r}")
+    for lab in sorted(folder.iterdir()):
+        found = lab / step / name if step else lab / name
+        if found.is_file():
+            return found
     sys.exit(f"make-class: the kit has no {kind} file {name}")
 
 
