@@ -95,9 +95,7 @@ template <class T>
 class HostBuffer {
 public:
   HostBuffer() = default;
-  explicit HostBuffer(std::size_t count) : count_(count) {
-    data_ = static_cast<T*>(allocate_shared_host(bytes_allocated()));
-  }
+  explicit HostBuffer(std::size_t count) : HostBuffer(count, MemoryKind::host) {}
   explicit HostBuffer(const std::vector<T>& values) : HostBuffer(values.size()) { assign(values); }
   ~HostBuffer() {
     if (data_ != nullptr) free_shared(data_);
@@ -128,6 +126,11 @@ public:
     std::memset(static_cast<void*>(data_), poison_byte, bytes_allocated());
   }
 
+protected:
+  HostBuffer(std::size_t count, MemoryKind kind) : count_(count) {
+    data_ = static_cast<T*>(allocate_shared_host(bytes_allocated(), kind));
+  }
+
 private:
   std::size_t bytes_allocated() const { return (count_ > 0 ? count_ : 1) * sizeof(T); }
   void swap(HostBuffer& other) noexcept {
@@ -137,6 +140,20 @@ private:
 
   T* data_ = nullptr;
   std::size_t count_ = 0;
+};
+
+// An input that a submission's function receives as CUDA managed memory (cudaMallocManaged)
+// whose pages are on the host when the call starts (labkit/managed_memory.h): the checks write
+// it like a HostBuffer, and the process that runs the submission copies it into managed memory
+// of its own, on the CPU, before every call (and back after an untimed call, so that the checks
+// see what the call left there). Its pointer is what the checks pass for the managed argument.
+// It is an input: what a timed call writes there is not collected.
+template <class T>
+class ManagedBuffer : public HostBuffer<T> {
+public:
+  ManagedBuffer() = default;
+  explicit ManagedBuffer(std::size_t count) : HostBuffer<T>(count, MemoryKind::managed) {}
+  explicit ManagedBuffer(const std::vector<T>& values) : ManagedBuffer(values.size()) { this->assign(values); }
 };
 
 }  // namespace labkit

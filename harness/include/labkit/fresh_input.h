@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace labkit {
@@ -47,6 +48,8 @@ public:
   virtual ~RevealedBuffer() = default;
   virtual void draw() = 0;
   virtual void reveal(bool rehearsal) = 0;
+  // A managed input's rehearsal buffer, once a rehearsal has made it; else null.
+  virtual const void* rehearsed_managed() const { return nullptr; }
 };
 
 // What a timed call writes: poisoned before each sample (untimed), collected at the end of its
@@ -69,6 +72,10 @@ template <class T>
 HostBuffer<T> allocate_like(const HostBuffer<T>*, std::size_t count, int) {
   return HostBuffer<T>(count);
 }
+template <class T>
+ManagedBuffer<T> allocate_like(const ManagedBuffer<T>*, std::size_t count, int) {
+  return ManagedBuffer<T>(count);
+}
 
 // Copies `from` into `kept` (or, rehearsing, into a buffer like `kept` made on first use):
 // the step each end of the window takes. `device`: the device whose copy engine moves it.
@@ -83,8 +90,12 @@ void copy_out_of_reach(const From& from, Kept& kept, std::optional<Kept>& scratc
 
 // An input of a timed call: drawn on the GPU, and revealed in device memory (`Live` a
 // DeviceBuffer) or, for a contract that takes host pointers, in pinned host memory
-// (FreshHostInput). A call that sorts in place also writes it: list it among the outputs too,
-// and its result is collected like any other output's.
+// (FreshHostInput), or in the shared host memory that the submission's process copies into
+// managed memory before the call (FreshManagedInput: the reveal lands in the shared memory as
+// the window opens, and that process's copy into managed memory is inside the window too, so
+// no code of the submission's sees the input before it). A call that sorts in place also writes
+// it: list it among the outputs too, and its result is collected like any other output's (not
+// a managed input's).
 template <class T, class Live = DeviceBuffer<T>>
 class FreshInput final : public RevealedBuffer, public CollectedBuffer {
 public:
@@ -119,6 +130,10 @@ public:
   // The window's first step: the drawn input appears where the call reads it.
   void reveal(bool rehearsal) override {
     detail::copy_out_of_reach(drawn_, live_, reveal_scratch_, rehearsal, drawn_.device());
+  }
+  const void* rehearsed_managed() const override {
+    if constexpr (std::is_same_v<Live, ManagedBuffer<T>>) return reveal_scratch_ ? reveal_scratch_->data() : nullptr;
+    return nullptr;
   }
 
   // As an output (in place): the reveal overwrites it anyway.
@@ -167,6 +182,8 @@ template <class T>
 using FreshHostInput = FreshInput<T, HostBuffer<T>>;
 template <class T>
 using TimedHostOutput = TimedOutput<T, HostBuffer<T>>;
+template <class T>
+using FreshManagedInput = FreshInput<T, ManagedBuffer<T>>;
 
 // The timed call that reads `inputs` and writes `outputs`: before each sample every input is
 // drawn and every output poisoned; its window reveals the inputs and collects the outputs.

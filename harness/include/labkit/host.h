@@ -16,10 +16,12 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 namespace labkit {
 
 class ImportedAllocation;
+class ManagedMirror;
 
 // What a host and an MPI rank share (harness/src/host/host_mappings.cpp): a failed reply, sending a
 // reply (the process ends quietly once the checks have gone), loading the submission's module,
@@ -30,7 +32,8 @@ void send_reply(int socket, const wire::Reply& reply);
 void* load_module(const std::string& path);  // runs its constructors: call it inside the sandbox
 void serve_requests(int socket, const std::function<wire::Reply(const wire::Request&, int fd)>& handle);
 
-// The buffers the checks have sent, by allocation id.
+// The buffers the checks have sent, by allocation id, and the managed copies of the managed
+// ones (labkit/wire.h says when each is reset, filled and copied back).
 class HostMappings {
 public:
   HostMappings();
@@ -38,12 +41,26 @@ public:
   // Maps the allocation a map request describes, whose file descriptor came with it.
   void map(const wire::Request& request, int fd);
   void remove(std::uint64_t id);
-  // The address of (id, offset); throws std::invalid_argument when the id is unknown or the
-  // offset is past the allocation.
+  // The address of (id, offset): for a managed allocation, in its managed copy. Throws
+  // std::invalid_argument when the id is unknown or the offset is past the allocation.
   void* address(std::uint64_t id, std::uint64_t offset) const;
 
+  // A `stage` request: fresh managed memory for managed allocation `id`, first touched by the CPU.
+  void stage(std::uint64_t id);
+  // Before a call (or an empty call): every managed allocation the request's arguments name is
+  // copied into its managed copy. `reset_used`: one that was filled since its last stage is reset
+  // first (a call; the empty call keeps its copy, which only the CPU ever touches). Returns ""
+  // or, when a staged copy was advised or prefetched before the call began, what was found.
+  std::string fill_managed(const wire::Request& request, bool reset_used);
+  // After an untimed call: the managed copies go back into the allocations the checks read.
+  void copy_back_managed(const wire::Request& request);
+
 private:
+  struct Managed;
+  std::vector<std::uint64_t> managed_arguments(const wire::Request& request) const;
+
   std::map<std::uint64_t, std::unique_ptr<ImportedAllocation>> allocations_;
+  std::map<std::uint64_t, std::unique_ptr<Managed>> managed_;
 };
 
 template <class T>

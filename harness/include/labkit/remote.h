@@ -60,6 +60,10 @@ public:
   // SubmissionFailure; either way the process is replaced before the next request.
   wire::Reply request(const wire::Request& request);
   void stop();  // ends the process now; the next request starts a fresh one
+  // Untimed, before a timed call's window opens: every managed buffer the process has mapped
+  // gets fresh managed memory, first touched by the CPU (wire::Op::stage). Nothing when the
+  // process is not running: a fresh one resets its copies at its first call.
+  void stage_managed();
   // Runs the process, and those started after it, on `cpu` alone (child::timing_cpu).
   void pin_to_cpu(int cpu);
   // A forbidden library mapped into the process, or a CUDA context of its own, ends the call
@@ -94,6 +98,7 @@ private:
   std::string sandbox_;
   std::string forbidden_seen_;
   std::set<std::uint64_t> mapped_;
+  std::set<std::uint64_t> managed_;  // the mapped buffers of MemoryKind::managed
   int hangs_ = 0;
   int starts_ = 0;
   bool hung_ = false;  // the last call never returned: a tool's host is killed at once, not waited for

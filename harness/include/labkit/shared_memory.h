@@ -3,7 +3,10 @@
 // HostBuffer is a memfd that both processes map and pin, so the process that runs a
 // submission's code maps exactly the buffers it is handed (sent as file descriptors over a
 // socket) and nothing else the checks hold: no expected output, no reference result, no other
-// process's memory.
+// process's memory. A managed buffer is host memory of the same kind that the submission's
+// process hands its code as CUDA managed memory (cudaMallocManaged), which no second process
+// can map: that process copies it into managed memory of its own before each call
+// (labkit/managed_memory.h).
 #pragma once
 
 #include <cstddef>
@@ -12,7 +15,7 @@
 
 namespace labkit {
 
-enum class MemoryKind : std::uint32_t { device, host };
+enum class MemoryKind : std::uint32_t { device, host, managed };
 
 // An allocation of at least `bytes` (a multiple of the device's granularity, 2 MiB on
 // Hopper) on the current device, mapped read-write for it and for every device that can
@@ -20,8 +23,9 @@ enum class MemoryKind : std::uint32_t { device, host };
 // process by (id, offset).
 void* allocate_shared(std::size_t bytes);
 // Page-locked host memory of at least `bytes`, pinned for every device: a memfd, so the
-// other process maps the same pages (and pins them too).
-void* allocate_shared_host(std::size_t bytes);
+// other process maps the same pages (and pins them too). `kind` is host or managed: the two
+// differ only in what the submission's process makes of them.
+void* allocate_shared_host(std::size_t bytes, MemoryKind kind = MemoryKind::host);
 void free_shared(void* address);  // either kind
 
 // From now on, place each device allocation's bytes at the END of its mapping (16-byte
@@ -66,6 +70,7 @@ public:
 
   char* data() const { return reinterpret_cast<char*>(address_); }
   std::size_t bytes() const { return bytes_; }
+  MemoryKind kind() const { return kind_; }
 
 private:
   unsigned long long address_ = 0;

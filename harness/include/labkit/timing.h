@@ -55,6 +55,13 @@ struct TimedCall {
   // or copies through host memory (labs 11-13). Costs a few microseconds of launch overhead
   // per call, so single-stream labs keep events.
   bool host_clock = false;
+  // Untimed, the last step before a sample's call (time_call: before the reveal; a
+  // submission's call: after the empty call, just before the window opens): managed inputs get
+  // fresh managed memory whose pages are on the host (labkit/managed_memory.h).
+  std::function<void()> stage;
+  // The managed inputs the rehearsal revealed (labkit/fresh_input.h): the empty call copies
+  // them into managed memory as the call's host copies the call's, inside its window.
+  std::function<std::vector<const void*>()> rehearsed_managed_inputs;
 };
 
 // Thrown when `verify` finds a sample's output wrong.

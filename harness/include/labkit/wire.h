@@ -35,14 +35,24 @@ enum class Op : std::uint32_t {
   call,                  // call `function` with `arguments`; `timed`: events around it
   poison_shared_memory,  // fill every SM's shared memory with `pattern` (lab 02's checks)
   noop,                  // a timed kernel that spins `spin_ns`: the round trip of an honest call that long
+  stage,                 // managed allocation `id`: fresh managed memory, every page first touched by the CPU
 };
+
+// A managed allocation (map with `memory` 2) reaches the submission as managed memory of the
+// host's own (labkit/managed_memory.h): a pointer argument into it names the host's copy. A
+// call first copies the allocation into that copy on the CPU (after a `stage`, or resetting it
+// first when none came since the last call), then the events start; an untimed call copies it
+// back once it has returned. A `noop` whose arguments name managed allocations copies them in
+// the same way before its kernel, so the empty call moves what the call moves. A `stage` is
+// untimed, sent before the window of a timed call opens: the costly part of the reset (the
+// pages first touched one by one) stays out of it.
 
 struct Request {
   Op op = Op::call;
   std::uint32_t argument_count = 0;
   std::uint64_t id = 0;
   std::uint64_t bytes = 0;
-  std::uint32_t memory = 0;      // map: 0 device memory, 1 host memory (labkit::MemoryKind)
+  std::uint32_t memory = 0;      // map: 0 device memory, 1 host memory, 2 managed (labkit::MemoryKind)
   std::int32_t device = 0;       // map: the device that holds device memory
   std::uint32_t timed = 0;
   std::uint32_t host_clock = 0;  // timed calls: time by the host's clock, every device synchronised

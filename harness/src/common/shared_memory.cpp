@@ -211,7 +211,8 @@ void* allocate_shared(std::size_t bytes) {
 void place_device_buffers_at_mapping_end() { buffers_at_mapping_end = true; }
 bool device_buffers_at_mapping_end() { return buffers_at_mapping_end; }
 
-void* allocate_shared_host(std::size_t bytes) {
+void* allocate_shared_host(std::size_t bytes, MemoryKind kind) {
+  if (kind == MemoryKind::device) throw std::invalid_argument("allocate_shared_host: device memory is allocate_shared's");
   const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
   const std::size_t size = (std::max<std::size_t>(bytes, 1) + page - 1) / page * page;
   const int fd = memfd_create("labkit-host-buffer", MFD_CLOEXEC);
@@ -228,7 +229,7 @@ void* allocate_shared_host(std::size_t bytes) {
     throw;
   }
   std::lock_guard lock(registry().mutex);
-  registry().by_address[reinterpret_cast<CUdeviceptr>(address)] = {registry().next_id++, 0, size, MemoryKind::host, -1, fd};
+  registry().by_address[reinterpret_cast<CUdeviceptr>(address)] = {registry().next_id++, 0, size, kind, -1, fd};
   return address;
 }
 
@@ -246,7 +247,7 @@ void free_shared(void* address) {
   // Work still queued on the buffer must finish before its memory goes; an error is left for
   // the next call to report.
   (void)synchronize_every_device();
-  if (allocation.kind == MemoryKind::host) {
+  if (allocation.kind != MemoryKind::device) {
     unmap_host(reinterpret_cast<void*>(start), allocation.bytes);
     close(allocation.fd);
   } else {
@@ -282,7 +283,7 @@ ExportedAllocation export_shared(std::uint64_t id) {
   exported.bytes = found.bytes;
   exported.kind = found.kind;
   exported.device = found.device;
-  if (found.kind == MemoryKind::host) {
+  if (found.kind != MemoryKind::device) {
     exported.fd = dup(found.fd);
     if (exported.fd < 0) throw std::runtime_error("cannot duplicate a shared host buffer's descriptor");
     return exported;
@@ -294,7 +295,7 @@ ExportedAllocation export_shared(std::uint64_t id) {
 
 ImportedAllocation::ImportedAllocation(const ExportedAllocation& exported)
     : bytes_(exported.bytes), kind_(exported.kind) {
-  if (kind_ == MemoryKind::host) {
+  if (kind_ != MemoryKind::device) {
     try {
       address_ = reinterpret_cast<unsigned long long>(map_host(exported.fd, bytes_));
     } catch (...) {
@@ -315,7 +316,7 @@ ImportedAllocation::ImportedAllocation(const ExportedAllocation& exported)
 
 ImportedAllocation::~ImportedAllocation() {
   (void)synchronize_every_device();
-  if (kind_ == MemoryKind::host)
+  if (kind_ != MemoryKind::device)
     unmap_host(reinterpret_cast<void*>(address_), bytes_);
   else
     unmap(address_, handle_, bytes_);

@@ -92,7 +92,11 @@ public:
       case wire::Op::poison_shared_memory:
         fill_shared_memory(request.pattern, stream_);
         return {};
+      case wire::Op::stage:
+        mappings_.stage(request.id);
+        return {};
       case wire::Op::noop:
+        mappings_.fill_managed(request, /*reset_used=*/false);
         return timed(request, [&] { spin_kernel<<<1, 1, 0, stream_>>>(request.spin_ns); return std::uint64_t(0); });
       case wire::Op::call:
         return call(request);
@@ -122,7 +126,16 @@ private:
       return failure(wire::Status::failed,
                      std::string(function->name) + " is not defined in your code: define it exactly as the lab's "
                      "header declares it, and include that header so it keeps its extern \"C\" name");
-    return timed(request, [&] { return function->invoke(address, request, mappings_, stream_); });
+    // Managed inputs are copied in before the events start; the checks' clock sees the copy,
+    // and the empty call makes the same one.
+    const std::string advised = mappings_.fill_managed(request, /*reset_used=*/true);
+    if (!advised.empty())
+      return failure(wire::Status::failed,
+                     "the managed input had " + advised + " on it before the call began: some code of yours ran "
+                     "before the call (another thread?); advise and prefetch inside the call, on its stream");
+    wire::Reply reply = timed(request, [&] { return function->invoke(address, request, mappings_, stream_); });
+    if (!request.timed && reply.status == wire::Status::ok) mappings_.copy_back_managed(request);
+    return reply;
   }
 
   // Runs `body` with events (or, when asked, our clock) around it when timed, then waits for

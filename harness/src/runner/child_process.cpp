@@ -123,4 +123,11 @@ wire::Request unmap_request(std::uint64_t id) {
   return unmap;
 }
 
+wire::Request stage_request(std::uint64_t id) {
+  wire::Request stage;
+  stage.op = wire::Op::stage;
+  stage.id = id;
+  return stage;
+}
+
 }  // namespace labkit::child

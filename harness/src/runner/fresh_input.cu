@@ -59,6 +59,12 @@ TimedCall timed_call(std::function<void(cudaStream_t)> launch, std::vector<Revea
   call.collect = [outputs](bool rehearsal) {
     for (CollectedBuffer* output : outputs) output->collect(rehearsal);
   };
+  call.rehearsed_managed_inputs = [inputs] {
+    std::vector<const void*> managed;
+    for (const RevealedBuffer* input : inputs)
+      if (const void* rehearsed = input->rehearsed_managed()) managed.push_back(rehearsed);
+    return managed;
+  };
   return call;
 }
 

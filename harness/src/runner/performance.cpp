@@ -49,9 +49,11 @@ nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak
 
 // One honest call of `device_ms` through a host that runs no submission (a kernel that spins
 // that long), timed the same way as the submission's (`host_clock`: the host wakes every
-// device first, as it does for the call): returns the device time the host reported, which
-// the timing loop subtracts from its own clock's view of the call (RoundTripProbe).
-double empty_call_ms(double device_ms, bool host_clock) {
+// device first, as it does for the call; `managed`: the rehearsal's managed inputs, which the
+// host copies into managed memory before its kernel as the call's host copies the call's):
+// returns the device time the host reported, which the timing loop subtracts from its own
+// clock's view of the call (RoundTripProbe).
+double empty_call_ms(double device_ms, bool host_clock, const std::vector<const void*>& managed) {
   static std::unique_ptr<HostProcess> probe;
   if (!probe) {
     probe = std::make_unique<HostProcess>(HostOptions{state().options.host, "", state().options.call_seconds});
@@ -62,6 +64,9 @@ double empty_call_ms(double device_ms, bool host_clock) {
   noop.timed = 1;
   noop.host_clock = host_clock;
   noop.spin_ns = std::uint64_t(device_ms * 1e6);
+  if (managed.size() > std::size_t(wire::max_arguments)) throw std::logic_error("too many managed inputs for one call");
+  noop.argument_count = std::uint32_t(managed.size());
+  for (std::size_t i = 0; i < managed.size(); ++i) noop.arguments[i] = encode_argument(managed[i]);
   return probe->request(noop).event_ms;
 }
 
@@ -252,11 +257,19 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   try {
     TimedCall call = student_side.call;
     call.verify = student_side.check_output;
+    // The submission's managed inputs get fresh memory in its process before each window.
+    call.stage = [lab_stage = call.stage, &s] {
+      if (lab_stage) lab_stage();
+      if (s.student) s.student->stage_managed();
+    };
     const double reference_ms = reference.median_ms();
     if (s.student) s.student->stop();  // the empty call's ceiling is measured while no process of the submission's exists
-    TimingStats student_time =
-        time_submission_call(call, [reference_ms, &call] { return empty_call_ms(reference_ms, call.host_clock); },
-                             submission_rule(c.name, reference_ms));
+    const auto managed = [&call] {
+      return call.rehearsed_managed_inputs ? call.rehearsed_managed_inputs() : std::vector<const void*>{};
+    };
+    TimingStats student_time = time_submission_call(
+        call, [reference_ms, &call, managed] { return empty_call_ms(reference_ms, call.host_clock, managed()); },
+        submission_rule(c.name, reference_ms));
     // Only reports taken as they are (the sample-confirmation defence off) can score no time at
     // all: a picosecond keeps every rate finite, and the floors judge it.
     student_time.ms.median = std::max(student_time.ms.median, 1e-9);

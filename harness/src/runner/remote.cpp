@@ -144,6 +144,7 @@ void HostProcess::start() {
   close(ends[1]);
   socket_ = ends[0];
   mapped_.clear();
+  managed_.clear();
   const wire::Reply hello = receive(options_.start_seconds, "while loading your code");
   if (hello.status != wire::Status::ok) {
     const std::string message = hello.message;
@@ -287,6 +288,7 @@ void HostProcess::map_buffers(const wire::Request& request) {
     const wire::Reply reply = receive(options_.call_seconds, "while mapping a buffer");
     if (reply.status != wire::Status::ok) throw SubmissionFailure(std::string("mapping a buffer failed: ") + reply.message);
     mapped_.insert(id);
+    if (map.request.memory == std::uint32_t(MemoryKind::managed)) managed_.insert(id);
   }
 }
 
@@ -295,6 +297,22 @@ void HostProcess::unmap_freed() {
     send(child::unmap_request(id));
     receive(options_.call_seconds, "while releasing a buffer");
     mapped_.erase(id);
+    managed_.erase(id);
+  }
+}
+
+void HostProcess::stage_managed() {
+  if (pid_ <= 0) return;
+  unmap_freed();
+  for (const std::uint64_t id : managed_) {
+    send(child::stage_request(id));
+    const wire::Reply reply = receive(options_.call_seconds, "while preparing managed memory for the call");
+    if (reply.status == wire::Status::cuda_error) {
+      stop();
+      throw CudaError(cudaError_t(reply.cuda_error), std::string("preparing managed memory failed: ") + reply.message);
+    }
+    if (reply.status != wire::Status::ok)
+      throw SubmissionFailure(std::string("preparing managed memory failed: ") + reply.message);
   }
 }
 

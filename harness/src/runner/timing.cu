@@ -114,6 +114,7 @@ double off_stream_threshold_ms(double event_ms) { return std::max(0.05, 0.25 * e
 // whole device idle.
 void prepare_sample(const TimedCall& call, int sample) {
   if (call.prepare) call.prepare(sample);
+  if (call.stage) call.stage();
   if (call.reveal) call.reveal(false);
   prepare_device_for_sample();
 }
@@ -288,6 +289,7 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     if (call.prepare) call.prepare(sample);
     synchronize_all_devices();
     const double overhead = probe_overhead_ms(call, probe);
+    if (call.stage) call.stage();
     if (overhead > ceiling) ++stats.ceiled_empty_calls;
     return std::min(overhead, ceiling);
   };

@@ -1,0 +1,1 @@
+../../../../labs/03-top-k/topk_managed.cu

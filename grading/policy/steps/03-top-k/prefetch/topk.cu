@@ -1,0 +1,1 @@
+../../../chapter/03-top-k/topk.cu
