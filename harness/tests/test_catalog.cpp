@@ -91,6 +91,8 @@ TEST_SUITE("catalog") {
     CHECK(grade::find_lab(labs, "01").contract == "histogram.h");
     CHECK(grade::find_lab(labs, "01").contract_functions == std::vector<std::string>{"histogram"});
     CHECK(grade::find_lab(labs, "02").contract_functions == std::vector<std::string>{"dot", "argmax", "argmax_float"});
+    CHECK(grade::find_lab(labs, "03").contract_functions == std::vector<std::string>{"topk", "topk_managed"});
+    CHECK(grade::find_lab(labs, "03").student_files == std::vector<std::string>{"topk.cu", "topk_managed.cu"});
     CHECK(grade::find_lab(labs, "12").contract_functions == std::vector<std::string>{"gauss_solve", "time_peer_copy"});
     const fs::path dir = fs::temp_directory_path() / "labkit-test-contract";
     write(dir / "ok.h", "// extern \"C\" void not_this(int);\n/* extern \"C\" void nor_this(int); */\n"

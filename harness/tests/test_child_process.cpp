@@ -39,3 +39,18 @@ TEST_CASE("a call's buffers are mapped once each: values and buffers already map
   CHECK(labkit::child::buffers_to_map(call, {5}) == std::vector<std::uint64_t>{7, 8});
   CHECK(labkit::child::buffers_to_map(call, {5, 7, 8}).empty());
 }
+
+TEST_CASE("a stage request names the managed buffer it resets, and an empty call's managed inputs are mapped too") {
+  const labkit::wire::Request stage = labkit::child::stage_request(42);
+  CHECK(stage.op == labkit::wire::Op::stage);
+  CHECK(stage.id == 42);
+  CHECK(stage.argument_count == 0);
+  // The empty call names the rehearsal's managed buffers as pointer arguments, so that its host
+  // maps them like a call's (and copies them into managed memory before its kernel).
+  labkit::wire::Request noop;
+  noop.op = labkit::wire::Op::noop;
+  noop.arguments[0].kind = labkit::wire::ArgumentKind::pointer;
+  noop.arguments[0].bits = 3;
+  noop.argument_count = 1;
+  CHECK(labkit::child::buffers_to_map(noop, {}) == std::vector<std::uint64_t>{3});
+}

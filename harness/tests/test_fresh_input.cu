@@ -4,12 +4,16 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include "labkit/device.h"
 #include "labkit/fresh_input.h"
+#include "labkit/managed_memory.h"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <string>
+#include <unistd.h>
+#include <vector>
 
 using labkit::Distribution;
 using labkit::InputSpec;
@@ -124,6 +128,94 @@ TEST_CASE("every draw is a new input; the window's ends move it in and out of re
   call.collect(true);
   labkit::synchronize_all_devices();
   CHECK(output.collected() == second);
+}
+
+namespace {
+
+__global__ void read_all_kernel(const int* in, std::size_t n, int* sum) {
+  int acc = 0;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    acc += in[i];
+  atomicAdd(sum, acc);
+}
+
+cudaMemLocation this_gpu() {
+  cudaMemLocation location{};
+  location.type = cudaMemLocationTypeDevice;
+  CUDA_CHECK(cudaGetDevice(&location.id));
+  return location;
+}
+
+}  // namespace
+
+TEST_CASE("a managed buffer is shared host memory that names itself managed") {
+  labkit::ManagedBuffer<int> buffer(std::vector<int>{1, 2, 3});
+  const labkit::SharedLocation location = labkit::locate_shared(buffer.data() + 1);
+  CHECK(location.offset == sizeof(int));
+  const labkit::ExportedAllocation exported = labkit::export_shared(location.id);
+  CHECK(exported.kind == labkit::MemoryKind::managed);
+  CHECK(exported.bytes >= 3 * sizeof(int));
+  close(exported.fd);
+  CHECK(buffer.copy() == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("a managed mirror: filled and read back by the CPU, read by the GPU, fresh after a reset") {
+  const std::size_t n = std::size_t(1) << 20;
+  std::vector<int> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = int(i % 1000);
+  labkit::ManagedMirror mirror(n * sizeof(int));
+  CHECK(mirror.data() == nullptr);
+  mirror.fill(values.data());  // resets first: nothing allocated yet
+  REQUIRE(mirror.data() != nullptr);
+  CHECK(mirror.advice_since_reset().empty());
+
+  labkit::DeviceBuffer<int> sum(1);
+  CUDA_CHECK(cudaMemset(sum.data(), 0, sizeof(int)));
+  read_all_kernel<<<64, 256>>>(static_cast<const int*>(mirror.data()), n, sum.data());
+  CUDA_CHECK_KERNELS(nullptr);
+  long long expected = 0;
+  for (int v : values) expected += v;
+  CHECK(sum.download()[0] == int(expected));
+
+  // What a call might leave on it, each seen; a reset drops it all.
+  const auto* data = static_cast<const int*>(mirror.data());
+  CUDA_CHECK(cudaMemAdvise(data, n * sizeof(int), cudaMemAdviseSetReadMostly, this_gpu()));
+  CHECK(mirror.advice_since_reset().find("ReadMostly") != std::string::npos);
+  CUDA_CHECK(cudaMemAdvise(data, n * sizeof(int), cudaMemAdviseSetAccessedBy, this_gpu()));
+  CHECK(mirror.advice_since_reset().find("AccessedBy") != std::string::npos);
+  CUDA_CHECK(cudaMemPrefetchAsync(data, n * sizeof(int), this_gpu(), 0, nullptr));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CHECK(mirror.advice_since_reset().find("cudaMemPrefetchAsync") != std::string::npos);
+
+  std::vector<int> back(n, -1);
+  mirror.copy_back(back.data());  // the pages come back to the host to be read
+  CHECK(back == values);
+
+  mirror.reset();
+  CHECK(mirror.advice_since_reset().empty());
+  mirror.fill(values.data());
+  mirror.copy_back(back.data());
+  CHECK(back == values);
+}
+
+TEST_CASE("a managed fresh input reveals into shared memory, and its rehearsal names its own buffer") {
+  const InputSpec spec{Distribution::uniform, 7, -1000, 1000};
+  labkit::FreshManagedInput<int> input(4096, spec);
+  labkit::TimedOutput<int> output(16);
+  const labkit::TimedCall call = labkit::timed_call([](cudaStream_t) {}, {&input}, {&output});
+  CHECK(call.rehearsed_managed_inputs().empty());  // no rehearsal yet
+  call.prepare(0);
+  call.reveal(false);
+  labkit::synchronize_all_devices();
+  CHECK(std::vector<int>(input.data(), input.data() + 4096) == input.download_drawn());
+  call.reveal(true);
+  labkit::synchronize_all_devices();
+  const std::vector<const void*> rehearsed = call.rehearsed_managed_inputs();
+  REQUIRE(rehearsed.size() == 1);
+  CHECK(rehearsed[0] != static_cast<const void*>(input.data()));
+  const labkit::ExportedAllocation exported = labkit::export_shared(labkit::locate_shared(rehearsed[0]).id);
+  CHECK(exported.kind == labkit::MemoryKind::managed);
+  close(exported.fd);
 }
 
 int main(int argc, char** argv) {

@@ -41,9 +41,9 @@ public:
   // Copies the managed memory back into `destination` on the CPU (its pages come back to the
   // host): what a call left there, for the checks to see.
   void copy_back(void* destination) const;
-  // "" when the memory has no advice and no prefetch on it since the reset; otherwise what was
-  // found ("cudaMemAdviseSetReadMostly"...). A reset allocation has none, so anything found was
-  // set by code that ran between the reset and this question.
+  // "" when the memory has no advice and no prefetch to a GPU on it since the reset; otherwise
+  // what was found ("cudaMemAdviseSetReadMostly"...). A reset allocation has none, so anything
+  // found was set by code that ran between the reset and this question.
   std::string advice_since_reset() const;
 
 private:

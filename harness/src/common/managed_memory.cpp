@@ -59,7 +59,7 @@ std::string ManagedMirror::advice_since_reset() const {
       note("cudaMemAdviseSetAccessedBy");
       break;
     }
-  if (prefetched != cudaMemLocationTypeInvalid) note("cudaMemPrefetchAsync");
+  if (prefetched == cudaMemLocationTypeDevice) note("cudaMemPrefetchAsync to a GPU");
   return found;
 }
 
