@@ -222,7 +222,7 @@ double fastest_managed_ms(ManagedPerfBuffers& b, int repeats, Call call) {
 labkit::PerfHint first_touch_hint(double in_place_ms, double prefetched_ms) {
   return [in_place_ms, prefetched_ms](double student_ms) {
     if (in_place_ms <= 0 || student_ms < 0.6 * in_place_ms) return std::string();
-    char measured[200];
+    char measured[320];
     std::snprintf(measured, sizeof measured,
                   " (your call %.3f ms; the kit's top-k reading the input where it lies %.3f ms, with a prefetch "
                   "first %.3f ms, measured in this run)",
