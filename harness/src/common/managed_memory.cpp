@@ -39,27 +39,33 @@ void ManagedMirror::copy_back(void* destination) const {
 
 std::string ManagedMirror::advice_since_reset() const {
   if (data_ == nullptr) return "";
-  int read_mostly = 0, preferred = 0, prefetched = 0;
-  CUDA_CHECK(cudaMemRangeGetAttribute(&read_mostly, sizeof read_mostly, cudaMemRangeAttributeReadMostly, data_, bytes_));
-  CUDA_CHECK(cudaMemRangeGetAttribute(&preferred, sizeof preferred, cudaMemRangeAttributePreferredLocationType, data_,
-                                      bytes_));
-  CUDA_CHECK(cudaMemRangeGetAttribute(&prefetched, sizeof prefetched, cudaMemRangeAttributeLastPrefetchLocationType,
-                                      data_, bytes_));
-  int devices = 1;
-  CUDA_CHECK(cudaGetDeviceCount(&devices));
-  std::vector<int> accessed_by(std::size_t(devices) + 1, cudaInvalidDeviceId);
-  CUDA_CHECK(cudaMemRangeGetAttribute(accessed_by.data(), accessed_by.size() * sizeof(int),
-                                      cudaMemRangeAttributeAccessedBy, data_, bytes_));
+  // An attribute this driver cannot report is left out, and its error cleared: the host reads
+  // cudaGetLastError after the call, and must not blame the submission for the question.
+  auto query = [this](void* value, std::size_t size, cudaMemRangeAttribute attribute) {
+    if (cudaMemRangeGetAttribute(value, size, attribute, data_, bytes_) == cudaSuccess) return true;
+    cudaGetLastError();
+    return false;
+  };
   std::string found;
   auto note = [&found](const char* what) { found += found.empty() ? what : std::string(", ") + what; };
-  if (read_mostly != 0) note("cudaMemAdviseSetReadMostly");
-  if (preferred != cudaMemLocationTypeInvalid) note("cudaMemAdviseSetPreferredLocation");
-  for (int device : accessed_by)
-    if (device != cudaInvalidDeviceId) {
-      note("cudaMemAdviseSetAccessedBy");
-      break;
-    }
-  if (prefetched == cudaMemLocationTypeDevice) note("cudaMemPrefetchAsync to a GPU");
+  int read_mostly = 0, preferred = 0, prefetched = 0;
+  if (query(&read_mostly, sizeof read_mostly, cudaMemRangeAttributeReadMostly) && read_mostly != 0)
+    note("cudaMemAdviseSetReadMostly");
+  if (query(&preferred, sizeof preferred, cudaMemRangeAttributePreferredLocationType) &&
+      preferred != cudaMemLocationTypeInvalid)
+    note("cudaMemAdviseSetPreferredLocation");
+  int devices = 1;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) cudaGetLastError();
+  std::vector<int> accessed_by(std::size_t(devices > 0 ? devices : 1) + 1, cudaInvalidDeviceId);
+  if (query(accessed_by.data(), accessed_by.size() * sizeof(int), cudaMemRangeAttributeAccessedBy))
+    for (int device : accessed_by)
+      if (device != cudaInvalidDeviceId) {
+        note("cudaMemAdviseSetAccessedBy");
+        break;
+      }
+  if (query(&prefetched, sizeof prefetched, cudaMemRangeAttributeLastPrefetchLocationType) &&
+      prefetched == cudaMemLocationTypeDevice)
+    note("cudaMemPrefetchAsync to a GPU");
   return found;
 }
 
