@@ -55,9 +55,9 @@ struct TimedCall {
   // or copies through host memory (labs 11-13). Costs a few microseconds of launch overhead
   // per call, so single-stream labs keep events.
   bool host_clock = false;
-  // Untimed, the last step before a sample's call (time_call: before the reveal; a
-  // submission's call: after the empty call, just before the window opens): managed inputs get
-  // fresh managed memory whose pages are on the host (labkit/managed_memory.h).
+  // Untimed, before a sample's windows (time_call: before the reveal; a submission's call:
+  // before its empty call and its call): managed inputs get fresh managed memory whose pages
+  // are on the host (labkit/managed_memory.h), in the call's host and the empty call's alike.
   std::function<void()> stage;
   // The managed inputs the rehearsal revealed (labkit/fresh_input.h): the empty call copies
   // them into managed memory as the call's host copies the call's, inside its window.

@@ -53,12 +53,17 @@ nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak
 // host copies into managed memory before its kernel as the call's host copies the call's):
 // returns the device time the host reported, which the timing loop subtracts from its own
 // clock's view of the call (RoundTripProbe).
-double empty_call_ms(double device_ms, bool host_clock, const std::vector<const void*>& managed) {
+HostProcess& empty_call_host() {
   static std::unique_ptr<HostProcess> probe;
   if (!probe) {
     probe = std::make_unique<HostProcess>(HostOptions{state().options.host, "", state().options.call_seconds});
     probe->pin_to_cpu(child::timing_cpu());
   }
+  return *probe;
+}
+
+double empty_call_ms(double device_ms, bool host_clock, const std::vector<const void*>& managed) {
+  HostProcess& probe = empty_call_host();
   wire::Request noop;
   noop.op = wire::Op::noop;
   noop.timed = 1;
@@ -67,7 +72,7 @@ double empty_call_ms(double device_ms, bool host_clock, const std::vector<const 
   if (managed.size() > std::size_t(wire::max_arguments)) throw std::logic_error("too many managed inputs for one call");
   noop.argument_count = std::uint32_t(managed.size());
   for (std::size_t i = 0; i < managed.size(); ++i) noop.arguments[i] = encode_argument(managed[i]);
-  return probe->request(noop).event_ms;
+  return probe.request(noop).event_ms;
 }
 
 // The rubric's credit thresholds for a case, or null when it earns no speed points.
@@ -257,10 +262,12 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   try {
     TimedCall call = student_side.call;
     call.verify = student_side.check_output;
-    // The submission's managed inputs get fresh memory in its process before each window.
+    // The submission's managed inputs get fresh memory in its process before each window, and
+    // the empty call's in the empty call's host, so that both copy into memory in one state.
     call.stage = [lab_stage = call.stage, &s] {
       if (lab_stage) lab_stage();
       if (s.student) s.student->stage_managed();
+      empty_call_host().stage_managed();
     };
     const double reference_ms = reference.median_ms();
     if (s.student) s.student->stop();  // the empty call's ceiling is measured while no process of the submission's exists
