@@ -183,6 +183,8 @@ TEST_CASE("a managed mirror: filled and read back by the CPU, read by the GPU, f
   CHECK(mirror.advice_since_reset().find("ReadMostly") != std::string::npos);
   CUDA_CHECK(cudaMemAdvise(data, n * sizeof(int), cudaMemAdviseSetAccessedBy, this_gpu()));
   CHECK(mirror.advice_since_reset().find("AccessedBy") != std::string::npos);
+  CUDA_CHECK(cudaMemAdvise(data, n * sizeof(int), cudaMemAdviseSetPreferredLocation, this_gpu()));
+  CHECK(mirror.advice_since_reset().find("PreferredLocation") != std::string::npos);
   CUDA_CHECK(cudaMemPrefetchAsync(data, n * sizeof(int), this_gpu(), 0, nullptr));
   CUDA_CHECK(cudaDeviceSynchronize());
   CHECK(mirror.advice_since_reset().find("cudaMemPrefetchAsync") != std::string::npos);
@@ -191,7 +193,8 @@ TEST_CASE("a managed mirror: filled and read back by the CPU, read by the GPU, f
   mirror.copy_back(back.data());  // the pages come back to the host to be read
   CHECK(back == values);
 
-  mirror.reset();
+  mirror.reset();  // the same memory, its advice undone and its pages back on the host
+  CHECK(mirror.data() == data);
   CHECK(mirror.advice_since_reset().empty());
   mirror.fill(values.data());
   mirror.copy_back(back.data());

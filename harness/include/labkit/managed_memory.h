@@ -7,10 +7,11 @@
 // the reference's. One class, so both sides start from the same state.
 //
 // The state a call starts from, and how it is reached:
-//   reset()  new managed memory (the old is freed), every page first touched by the CPU: no
-//            page on the GPU, no advice (cudaMemAdvise) and no prefetch left by an earlier
-//            call, since none of them outlives the allocation. Costly (a page fault per page),
-//            so a timed call's is made before its window opens.
+//   reset()  the managed memory (allocated at the first reset) as a new allocation finds it:
+//            no advice (cudaMemAdvise) left by an earlier call, every page migrated back to
+//            the host and written there by the CPU, no copy of it on a GPU, the driver's work
+//            for all of it finished. Costly (a migration and a page fault per page), so a
+//            timed call's is made before its window opens.
 //   fill()   the input copied in by the CPU: every page written by the CPU just before the
 //            call, so every page is on the host however the memory was used since the reset.
 //            It moves the input's bytes and nothing else: pages already on the host, it costs

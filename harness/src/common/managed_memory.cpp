@@ -13,16 +13,49 @@ ManagedMirror::~ManagedMirror() {
   if (data_ != nullptr) cudaFree(data_);
 }
 
+namespace {
+
+cudaMemLocation host_location() {
+  cudaMemLocation location{};
+  location.type = cudaMemLocationTypeHost;
+  return location;
+}
+
+cudaMemLocation device_location(int device) {
+  cudaMemLocation location{};
+  location.type = cudaMemLocationTypeDevice;
+  location.id = device;
+  return location;
+}
+
+// Undoes every advice a call can leave on the range; an advice never given is no error.
+void unset_advice(void* data, std::size_t bytes) {
+  CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetReadMostly, host_location()));
+  CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetPreferredLocation, host_location()));
+  CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetAccessedBy, host_location()));
+  int devices = 0;
+  CUDA_CHECK(cudaGetDeviceCount(&devices));
+  for (int device = 0; device < devices; ++device)
+    CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetAccessedBy, device_location(device)));
+}
+
+}  // namespace
+
 void ManagedMirror::reset() {
-  if (data_ != nullptr) {
-    // cudaFree waits for the device; work still reading the memory ends first.
-    const cudaError_t freed = cudaFree(data_);
-    data_ = nullptr;
-    CUDA_CHECK(freed);
+  if (data_ == nullptr) {
+    CUDA_CHECK(cudaMallocManaged(&data_, bytes_, cudaMemAttachGlobal));
+  } else {
+    // The same allocation, brought back to the state of a new one: no advice, every page
+    // migrated back to the host and the GPU's copies dropped, all finished before the window
+    // opens. Freeing and allocating anew instead leaves the driver tearing down the GPU's
+    // mappings while the next window's copy runs, which made the windows too noisy to confirm
+    // a call.
+    unset_advice(data_, bytes_);
+    CUDA_CHECK(cudaMemPrefetchAsync(data_, bytes_, host_location(), 0, nullptr));
+    CUDA_CHECK(cudaDeviceSynchronize());
   }
-  CUDA_CHECK(cudaMallocManaged(&data_, bytes_, cudaMemAttachGlobal));
-  // The CPU touches every page first, so every page starts in host memory. Each page is
-  // written (not only read), so none is a shared zero page that a later write would move.
+  // The CPU writes every page, so every page is in host memory: none is a shared zero page
+  // that a later write would move, and none was left behind on a GPU.
   const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
   auto* bytes = static_cast<volatile unsigned char*>(data_);
   for (std::size_t at = 0; at < bytes_; at += page) bytes[at] = 0;
