@@ -157,7 +157,7 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(topk)> fn, const Case
 // ---- part 2: managed memory ---------------------------------------------------------------
 
 // A timed part 2 call's buffers: the input drawn afresh for every call and revealed in shared
-// host memory, which the submission's process copies into fresh managed memory of its own
+// host memory, which the submission's process copies into managed memory of its own, reset
 // (labkit/fresh_input.h); the same copy in this process for the reference's calls and the
 // anchor's; the k values a call writes, and the reference's for the same input.
 struct ManagedPerfBuffers {

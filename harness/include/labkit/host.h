@@ -45,7 +45,7 @@ public:
   // std::invalid_argument when the id is unknown or the offset is past the allocation.
   void* address(std::uint64_t id, std::uint64_t offset) const;
 
-  // A `stage` request: fresh managed memory for managed allocation `id`, first touched by the CPU.
+  // A `stage` request: managed allocation `id`'s managed memory reset (labkit/managed_memory.h).
   void stage(std::uint64_t id);
   // Before a call (or an empty call): every managed allocation the request's arguments name is
   // copied into its managed copy. `reset_used`: one that was filled since its last stage is reset

@@ -61,7 +61,7 @@ public:
   wire::Reply request(const wire::Request& request);
   void stop();  // ends the process now; the next request starts a fresh one
   // Untimed, before a timed call's window opens: every managed buffer the process has mapped
-  // gets fresh managed memory, first touched by the CPU (wire::Op::stage). Nothing when the
+  // has its managed memory reset, its pages back on the host (wire::Op::stage). Nothing when the
   // process is not running: a fresh one resets its copies at its first call.
   void stage_managed();
   // Runs the process, and those started after it, on `cpu` alone (child::timing_cpu).

@@ -56,7 +56,7 @@ struct TimedCall {
   // per call, so single-stream labs keep events.
   bool host_clock = false;
   // Untimed, before a sample's windows (time_call: before the reveal; a submission's call:
-  // before its empty call and its call): managed inputs get fresh managed memory whose pages
+  // before its empty call and its call): managed inputs get managed memory, reset, whose pages
   // are on the host (labkit/managed_memory.h), in the call's host and the empty call's alike.
   std::function<void()> stage;
   // The managed inputs the rehearsal revealed (labkit/fresh_input.h): the empty call copies

@@ -35,7 +35,7 @@ enum class Op : std::uint32_t {
   call,                  // call `function` with `arguments`; `timed`: events around it
   poison_shared_memory,  // fill every SM's shared memory with `pattern` (lab 02's checks)
   noop,                  // a timed kernel that spins `spin_ns`: the round trip of an honest call that long
-  stage,                 // managed allocation `id`: fresh managed memory, every page first touched by the CPU
+  stage,                 // managed allocation `id`: its managed memory reset, every page back on the host
 };
 
 // A managed allocation (map with `memory` 2) reaches the submission as managed memory of the

@@ -55,7 +55,7 @@ struct MapRequest {
 };
 MapRequest map_request(std::uint64_t id);
 wire::Request unmap_request(std::uint64_t id);
-// The request that gives managed buffer `id` fresh managed memory in a child (wire::Op::stage).
+// The request that resets managed buffer `id`'s managed memory in a child (wire::Op::stage).
 wire::Request stage_request(std::uint64_t id);
 
 // Confines process `pid` (0: this one) to `cpu`, or to every CPU it may use but `cpu`.
