@@ -138,7 +138,8 @@ LabSpec read_lab(const fs::path& dir, const std::string& source_root) {
     for (const auto& entry : rubric["performance"])
       lab.performance.push_back(checked_curve({entry["case"].as<std::string>(), entry["points"].as<double>(),
                                                entry["zero_credit_ratio"].as<double>(),
-                                               entry["full_credit_ratio"].as<double>()}));
+                                               entry["full_credit_ratio"].as<double>(),
+                                               entry["about"].as<std::string>("")}));
     return lab;
   } catch (const YAML::Exception& error) {
     throw std::runtime_error(rubric_path.string() + ": " + error.what());

@@ -14,6 +14,7 @@ struct PerformanceRubric {
   double points = 0;
   double zero_credit_ratio = 0;
   double full_credit_ratio = 1;
+  std::string about;  // `about:`, what the case times, for the README's rubric table (may be empty)
 };
 
 // `modules:` in lab.yaml: student files compiled apart from the lab's module, each into one

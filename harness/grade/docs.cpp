@@ -282,15 +282,34 @@ std::string bench_block(const std::string& source_root, const LabSpec& lab) {
          "\n\n```text\n" + output + (output.empty() || output.back() == '\n' ? "" : "\n") + "```";
 }
 
+// Lab NN's timed cases as its lab.yaml scores them: the one home of their points and ratios.
+std::string rubric_block(const LabSpec& lab) {
+  double speed_points = 0;
+  for (const PerformanceRubric& timed : lab.performance) speed_points += timed.points;
+  std::string table = folded("As `labs/" + lab.dir + "/lab.yaml` scores them: " + points_figure(speed_points) +
+                             " points for speed, " + points_figure(lab.correctness_points) +
+                             " for correctness.") +
+                      "\n\n| case | what it times | points | no points at or below | full points from |\n"
+                      "|---|---|---:|---:|---:|";
+  for (const PerformanceRubric& timed : lab.performance)
+    table += "\n| `" + timed.case_name + "` | " + timed.about + " | " + points_figure(timed.points) + " | " +
+             format("%g", timed.zero_credit_ratio) + " | " + format("%g", timed.full_credit_ratio) + " |";
+  return table;
+}
+
 std::string render_block(const std::string& source_root, const std::vector<LabSpec>& catalog,
                          const std::string& block) {
   const std::size_t space = block.find(' ');
   const std::string kind = block.substr(0, space), argument = space == std::string::npos ? "" : block.substr(space + 1);
   if (kind == "tiers" && argument == "all") return all_tiers_block(source_root, catalog);
-  if (kind == "tiers" || kind == "bench")
+  if (kind == "tiers" || kind == "bench" || kind == "rubric")
     for (const LabSpec& lab : catalog)
-      if (lab.id == argument) return kind == "tiers" ? lab_tiers_block(source_root, lab) : bench_block(source_root, lab);
-  throw BadInput("no such block: `" + block + "` (the kit renders `tiers NN` and `bench NN` for a lab, and `tiers all`)");
+      if (lab.id == argument) {
+        if (kind == "rubric") return rubric_block(lab);
+        return kind == "tiers" ? lab_tiers_block(source_root, lab) : bench_block(source_root, lab);
+      }
+  throw BadInput("no such block: `" + block +
+                 "` (the kit renders `tiers NN`, `bench NN` and `rubric NN` for a lab, and `tiers all`)");
 }
 
 Refreshed refresh_text(const std::string& text, const std::function<std::string(const std::string&)>& render) {
@@ -375,7 +394,7 @@ int write_all(const std::string& source_root, const std::vector<LabSpec>& catalo
     ++written;
     std::cout << "rendered " << file.file.string() << ": " << joined(file.refreshed.stale, ", ") << "\n";
   }
-  std::cout << blocks << " blocks from the records (" << policy::records_folder << "/), "
+  std::cout << blocks << " blocks from the records (" << policy::records_folder << "/), the saved benchmarks and the rubrics, "
             << (written == 0 ? std::string("all up to date") : std::to_string(written) + " files rewritten") << "\n";
   return 0;
 }

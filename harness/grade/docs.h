@@ -1,5 +1,5 @@
-// Numbers in the kit's READMEs that come from records are rendered, never written by hand:
-// each sits in a marked block,
+// Numbers in the kit's READMEs that come from records or rubrics are rendered, never written by
+// hand: each sits in a marked block,
 //
 //     <!-- labkit:tiers 01 -->
 //     ...rendered text...
@@ -11,6 +11,7 @@
 //               each of its steps (versions.yaml) that has a record
 //   tiers all   every lab's three totals, and its recorded steps' totals
 //   bench NN    what lab NN's benchmark printed on the recorded GPU (docs/benchmarks/)
+//   rubric NN   lab NN's timed cases with their points and credit ratios, from its lab.yaml
 // The tiers are rendered from the policy records (policy.h) scored under today's rubrics, so a
 // rubric change that moves a figure makes its block stale as well.
 #pragma once

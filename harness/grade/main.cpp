@@ -279,8 +279,9 @@ void define_verbs(CLI::App& app, CommandLine& line) {
       ->required()
       ->check(CLI::ExistingDirectory);
   line.docs = app.add_subcommand(
-      "docs", "render the READMEs' tables of what each lab's starter, chapter version and reference earn from the "
-              "records in grading/policy/h100/, into their marked blocks (no GPU needed)");
+      "docs", "render the READMEs' tables of what each lab's starter, chapter version and reference earn (from the "
+              "records in grading/policy/h100/), the saved benchmarks and the rubrics' timed cases (from each "
+              "lab.yaml), into their marked blocks (no GPU needed)");
 }
 
 // A class on a Slurm cluster (slurm.h, docs/slurm.md).

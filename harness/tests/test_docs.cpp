@@ -74,6 +74,19 @@ TEST_SUITE("docs") {
         doctest::Contains("line 2"), std::runtime_error);
   }
 
+  TEST_CASE("a lab's rubric block lists its timed cases as its lab.yaml scores them") {
+    const auto catalog = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
+    const grade::LabSpec& lab = *std::find_if(catalog.begin(), catalog.end(), [](const grade::LabSpec& l) {
+      return !l.performance.empty();
+    });
+    const std::string block = grade::docs::render_block(LABKIT_TEST_SOURCE_ROOT, catalog, "rubric " + lab.id);
+    for (const grade::PerformanceRubric& timed : lab.performance) {
+      CAPTURE(timed.case_name);
+      CHECK(block.find("| `" + timed.case_name + "` | " + timed.about + " | ") != std::string::npos);
+    }
+    CHECK(block.find("lab.yaml") != std::string::npos);
+  }
+
   TEST_CASE("a block the kit does not render is named") {
     const auto catalog = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
     CHECK_THROWS_WITH_AS(grade::docs::render_block(LABKIT_TEST_SOURCE_ROOT, catalog, "tiers 99"),
