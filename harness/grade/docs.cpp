@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <iostream>
@@ -289,11 +290,12 @@ std::string rubric_block(const LabSpec& lab) {
   std::string table = folded("As `labs/" + lab.dir + "/lab.yaml` scores them: " + points_figure(speed_points) +
                              " points for speed, " + points_figure(lab.correctness_points) +
                              " for correctness.") +
-                      "\n\n| case | what it times | points | no points at or below | full points from |\n"
-                      "|---|---|---:|---:|---:|";
+                      "\n\n| case | what it times | points | no points at or below | full points from | "
+                      "doublings of speed between |\n|---|---|---:|---:|---:|---:|";
   for (const PerformanceRubric& timed : lab.performance)
     table += "\n| `" + timed.case_name + "` | " + timed.about + " | " + points_figure(timed.points) + " | " +
-             format("%g", timed.zero_credit_ratio) + " | " + format("%g", timed.full_credit_ratio) + " |";
+             format("%g", timed.zero_credit_ratio) + " | " + format("%g", timed.full_credit_ratio) + " | " +
+             format("%.1f", std::log2(timed.full_credit_ratio / timed.zero_credit_ratio)) + " |";
   return table;
 }
 
