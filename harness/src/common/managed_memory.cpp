@@ -47,9 +47,8 @@ void ManagedMirror::reset() {
   } else {
     // The same allocation, brought back to the state of a new one: no advice, every page
     // migrated back to the host and the GPU's copies dropped, all finished before the window
-    // opens. Freeing and allocating anew instead leaves the driver tearing down the GPU's
-    // mappings while the next window's copy runs, which made the windows too noisy to confirm
-    // a call.
+    // opens. Freeing and allocating anew would leave the driver tearing down the GPU's
+    // mappings while the next window's copy runs, milliseconds of noise in that window.
     unset_advice(data_, bytes_);
     CUDA_CHECK(cudaMemPrefetchAsync(data_, bytes_, host_location(), 0, nullptr));
     CUDA_CHECK(cudaDeviceSynchronize());
