@@ -242,24 +242,32 @@ bool low_precision(const Checked& checked, const std::vector<float>& c) {
   return off * 4 > checked.positions.size() && worst < 0x1.0p-9;
 }
 
-// Names the likely mistake from the shape of the error.
-std::string diagnose(const Shape& s, const Operands& ops, const Checked& checked, const std::vector<float>& c,
-                     size_t guard_writes, bool nan_from_c) {
-  if (guard_writes != 0)
-    return std::to_string(guard_writes) + " floats just outside C were overwritten: edge tiles read or "
-           "write outside the matrix (hint: store only where row < m and col < n)";
+// The mistakes both parts name the same way: writes past C, NaN in the output, alpha or beta
+// misused; "" when none fits. `write_hint` and `read_hint` say what went wrong at the edge in
+// the part's own terms.
+std::string edge_or_scalar_mistake(const Shape& s, const Operands& ops, const Checked& checked,
+                                   const std::vector<float>& c, size_t guard_writes, bool nan_from_c,
+                                   const std::string& write_hint, const std::string& read_hint) {
+  if (guard_writes != 0) return std::to_string(guard_writes) + " floats just outside C were overwritten: " + write_hint;
   size_t nans = 0;
   for (size_t at : checked.positions) nans += std::isnan(c[at]);
   if (nans != 0 && nan_from_c)
     return "NaN in the output: C held NaN before the call and beta is 0, so C must not be read "
            "(0 * NaN is NaN; with C zeroed the NaN goes away)";
-  if (nans != 0)
-    return "NaN in the output: edge tiles read or write outside the matrix (the memory just outside "
-           "A and B holds NaN; hint: load zeros past row m, column n and depth k)";
-  if (s.alpha != 1 || s.beta != 0) {
-    const std::string mistake = scalar_mistake(checked, ops, s, c);
-    if (!mistake.empty()) return mistake;
-  }
+  if (nans != 0) return "NaN in the output: " + read_hint;
+  if (s.alpha != 1 || s.beta != 0) return scalar_mistake(checked, ops, s, c);
+  return "";
+}
+
+// Names the likely mistake from the shape of the error.
+std::string diagnose(const Shape& s, const Operands& ops, const Checked& checked, const std::vector<float>& c,
+                     size_t guard_writes, bool nan_from_c) {
+  const std::string edge = edge_or_scalar_mistake(
+      s, ops, checked, c, guard_writes, nan_from_c,
+      "edge tiles read or write outside the matrix (hint: store only where row < m and col < n)",
+      "edge tiles read or write outside the matrix (the memory just outside A and B holds NaN; hint: load "
+      "zeros past row m, column n and depth k)");
+  if (!edge.empty()) return edge;
   if (low_precision(checked, c))
     return "values are close but not FP32-accurate (errors like TF32 or half-precision rounding): "
            "multiply and accumulate in FP32, without tensor cores";
@@ -547,23 +555,14 @@ bool bf16_tile_multiple(const Shape& s) { return s.m % 128 == 0 && s.n % 128 == 
 
 std::string diagnose_bf16(const Shape& s, const Operands& ops, const Checked& checked, const std::vector<float>& c,
                           size_t guard_writes, bool nan_from_c) {
-  if (guard_writes != 0)
-    return std::to_string(guard_writes) + " floats just outside C were overwritten: edge tiles write outside "
-           "the matrix (hint: store a fragment's values only where row < m and col < n; a whole 16x16 "
-           "store_matrix_sync at the edge writes past it)";
-  size_t nans = 0;
-  for (size_t at : checked.positions) nans += std::isnan(c[at]);
-  if (nans != 0 && nan_from_c)
-    return "NaN in the output: C held NaN before the call and beta is 0, so C must not be read "
-           "(0 * NaN is NaN; with C zeroed the NaN goes away)";
-  if (nans != 0)
-    return "NaN in the output: edge tiles read outside A or B (the memory just outside them holds NaN; "
-           "hint: fill the shared-memory tile with zeros past row m, column n and depth k, e.g. cp.async "
-           "with a source size of 0, rather than loading a whole 16-byte vector at the edge)";
-  if (s.alpha != 1 || s.beta != 0) {
-    const std::string mistake = scalar_mistake(checked, ops, s, c);
-    if (!mistake.empty()) return mistake;
-  }
+  const std::string edge = edge_or_scalar_mistake(
+      s, ops, checked, c, guard_writes, nan_from_c,
+      "edge tiles write outside the matrix (hint: store a fragment's values only where row < m and col < n; "
+      "a whole 16x16 store_matrix_sync at the edge writes past it)",
+      "edge tiles read outside A or B (the memory just outside them holds NaN; hint: fill the shared-memory "
+      "tile with zeros past row m, column n and depth k, e.g. cp.async with a source size of 0, rather than "
+      "loading a whole 16-byte vector at the edge)");
+  if (!edge.empty()) return edge;
   if (matches_blocks_transposed(s, ops, checked, c, true))
     return "C is A times B with every 16x16 block of B transposed: B's fragments are read with the wrong "
            "layout (hint: B is row-major, k by n: wmma::matrix_b with wmma::row_major and the tile's width "
