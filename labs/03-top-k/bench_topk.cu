@@ -7,7 +7,7 @@
 // faults the pages across, as part 2's starter does), an explicit copy into device memory,
 // cudaMemAdviseSetAccessedBy (the GPU reads the host's pages in place), read-mostly advice and
 // a prefetch, and the input already in device memory for scale. Every managed sample starts
-// from fresh managed memory that the CPU wrote, as the grader's calls do. Not a test: it prints
+// from managed memory reset and then written by the CPU, as the grader's calls do. Not a test: it prints
 // numbers for people to read.
 #include "cub_sort_topk.cuh"
 #include "managed_topk.cuh"

@@ -47,12 +47,7 @@ nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak
   return json;
 }
 
-// One honest call of `device_ms` through a host that runs no submission (a kernel that spins
-// that long), timed the same way as the submission's (`host_clock`: the host wakes every
-// device first, as it does for the call; `managed`: the rehearsal's managed inputs, which the
-// host copies into managed memory before its kernel as the call's host copies the call's):
-// returns the device time the host reported, which the timing loop subtracts from its own
-// clock's view of the call (RoundTripProbe).
+// The kit's host with no submission loaded, on the timing CPU: it makes the empty calls.
 HostProcess& empty_call_host() {
   static std::unique_ptr<HostProcess> probe;
   if (!probe) {
@@ -62,6 +57,12 @@ HostProcess& empty_call_host() {
   return *probe;
 }
 
+// One honest call of `device_ms` through a host that runs no submission (a kernel that spins
+// that long), timed the same way as the submission's (`host_clock`: the host wakes every
+// device first, as it does for the call; `managed`: the rehearsal's managed inputs, which the
+// host copies into managed memory before its kernel as the call's host copies the call's):
+// returns the device time the host reported, which the timing loop subtracts from its own
+// clock's view of the call (RoundTripProbe).
 double empty_call_ms(double device_ms, bool host_clock, const std::vector<const void*>& managed) {
   HostProcess& probe = empty_call_host();
   wire::Request noop;
@@ -262,8 +263,8 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   try {
     TimedCall call = student_side.call;
     call.verify = student_side.check_output;
-    // The submission's managed inputs get fresh memory in its process before each window, and
-    // the empty call's in the empty call's host, so that both copy into memory in one state.
+    // The submission's managed memory is reset in its process before each window, and the
+    // empty call's in the empty call's host, so that both copy into memory in one state.
     call.stage = [lab_stage = call.stage, &s] {
       if (lab_stage) lab_stage();
       if (s.student) s.student->stage_managed();

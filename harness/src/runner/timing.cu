@@ -245,7 +245,7 @@ std::vector<double> clean_empty_overheads(const TimedCall& call, const RoundTrip
   std::vector<double> overheads;
   for (int sample = -1; sample < clean_samples; ++sample) {  // the first allocates the rehearsal's buffers
     synchronize_all_devices();
-    if (call.stage) call.stage();  // managed inputs: fresh memory for the empty call too
+    if (call.stage) call.stage();  // managed inputs: the empty call's memory reset too
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const double overhead = probe_overhead_ms(call, probe);
     if (sample >= 0) overheads.push_back(overhead);
@@ -290,7 +290,7 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     if (call.prepare) call.prepare(sample);
     synchronize_all_devices();
     // Before both windows, so that the empty call and the call copy their managed inputs into
-    // memory in the same state: fresh, its pages on the host.
+    // memory in the same state: reset, its pages on the host.
     if (call.stage) call.stage();
     const double overhead = probe_overhead_ms(call, probe);
     if (overhead > ceiling) ++stats.ceiled_empty_calls;
