@@ -7,8 +7,8 @@
 // faults the pages across, as part 2's starter does), an explicit copy into device memory,
 // cudaMemAdviseSetAccessedBy (the GPU reads the host's pages in place), read-mostly advice and
 // a prefetch, and the input already in device memory for scale. Every managed sample starts
-// from managed memory reset and then written by the CPU, as the grader's calls do. Not a test: it prints
-// numbers for people to read.
+// from managed memory reset and then written by the CPU, as the grader's calls do. Not a test:
+// it prints numbers for people to read.
 #include "cub_sort_topk.cuh"
 #include "managed_topk.cuh"
 #include "topk.h"
