@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -284,6 +285,17 @@ void stop_children_on_interrupt() {
   }).detach();
 }
 
+void CheckingPlaces::take() {
+  std::unique_lock lock(mutex_);
+  freed_.wait(lock, [&] { return free_ > 0; });
+  --free_;
+}
+
+void CheckingPlaces::give_back() {
+  { std::lock_guard lock(mutex_); ++free_; }
+  freed_.notify_one();
+}
+
 std::vector<Report> grade_batch(const std::vector<Submission>& submissions, const std::vector<LabSpec>& labs,
                                 const Toolchain& toolchain, const BatchOptions& options) {
   graded_count = 0;  // the counts are this batch's
@@ -339,13 +351,24 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       }
     }
   };
-  // gpu < 0: every GPU of the batch.
+  const int places_per_gpu = std::max(1, options.runs_per_gpu);
+  std::vector<std::unique_ptr<CheckingPlaces>> places;
+  for (int g = 0; g < gpu_count; ++g) places.push_back(std::make_unique<CheckingPlaces>(places_per_gpu));
+  // gpu < 0: every GPU of the batch, one lab at a time (no places to share).
   auto gpu_worker = [&](RunQueue& queue, int gpu) {
     for (std::size_t i; queue.pop(i);) {
       Slot& slot = slots[i];
       const std::string what = label(slot) + (gpu >= 0 ? " run on GPU " + std::to_string(gpu) : " run on all GPUs");
+      CheckingPlaces* place = gpu >= 0 ? places[gpu].get() : nullptr;
+      bool holding = place != nullptr;
+      if (holding) place->take();
+      auto leave_place = [&] {
+        if (holding) place->give_back();
+        holding = false;
+      };
       progress.begin(what);
-      run_lab(slot.job, toolchain, grading, gpu_count > 1 ? gpu : -1, slot.result);
+      run_lab(slot.job, toolchain, grading, gpu_count > 1 ? gpu : -1, slot.result, leave_place);
+      leave_place();
       run_count += slot.result.status != LabStatus::not_run;  // without a GPU nothing ran
       save(slot);
       slot.done = true;
@@ -362,7 +385,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
   });
   std::vector<std::thread> builders, gpus;
   for (int w = 0; w < std::max(1, options.build_workers); ++w) builders.emplace_back(builder);
-  for (int w = 0; w < gpu_count * std::max(1, options.runs_per_gpu); ++w)
+  for (int w = 0; w < 2 * gpu_count * places_per_gpu; ++w)
     gpus.emplace_back(gpu_worker, std::ref(run_queue), w % gpu_count);
   for (auto& t : builders) t.join();
   run_queue.close();

@@ -7,6 +7,8 @@
 #include "job.h"
 #include "model.h"
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,7 +40,9 @@ struct BatchOptions {
   GradeOptions grade;
   int build_workers = 2;
   int gpu_count = 1;
-  int runs_per_gpu = 3;  // labs checked at once on one GPU (default_runs_per_gpu); timing still has the GPU alone
+  // Labs checked at once on one GPU (default_runs_per_gpu); timing still has the GPU alone. As
+  // many again may wait for it to time: a run whose checks are done gives its place to the next.
+  int runs_per_gpu = 3;
   std::string work_dir;  // per submission and lab: staged sources, module, logs, saved result
   bool progress = true;      // status lines on stderr
   bool reuse_saved = false;  // reuse a saved result whose inputs are all unchanged
@@ -72,6 +76,21 @@ void save_result(const std::string& path, const std::string& fingerprint, const 
 // than the student's files (not run: no CUDA device, too few GPUs, a driver failure; a fault of
 // the kit): the next run tries those again. They are still saved, for a Slurm collect to read.
 bool reusable(const LabResult& result);
+
+// Places for runs checking on one GPU. A run takes one before its checks and gives it back
+// when it starts waiting to time (the GPU alone) or ends, whichever comes first: while it
+// waits, the next lab checks in its place instead of the GPU standing idle behind the lock.
+class CheckingPlaces {
+public:
+  explicit CheckingPlaces(int places) : free_(places) {}
+  void take();
+  void give_back();
+
+private:
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  int free_;
+};
 
 // GPUs this machine has (nvidia-smi -L), or CUDA_VISIBLE_DEVICES' count when set; at least 1.
 int count_gpus();

@@ -14,6 +14,7 @@
 #include "score.h"
 
 #include <filesystem>
+#include <variant>
 #include <sstream>
 #include <iostream>
 
@@ -38,15 +39,20 @@ LabResult not_graded(const LabSpec& lab, LabStatus status, const std::string& no
 }
 
 void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options, int gpu,
-             LabResult& result) {
+             LabResult& result, const std::function<void()>& on_waiting_to_time) {
   const LabSpec& lab = *job.lab;
   const labkit::Dataset dataset = labkit::load_dataset(lab.dataset);
   const RunContext context{lab, toolchain, options, job.work_dir, gpu, fs::path(job.work_dir) / "module.so",
                            options.performance ? "correctness,performance" : "correctness"};
   LiveLine live(options.live_progress);
   live.show(lab_label(lab) + ": starting the checks");
+  const RecordHandler show_case = case_progress(live, lab, dataset.correctness.size());
   RunOutcome run = run_checks(context, runner_arguments(context), "run.log", time_limit(lab, options),
-                              case_progress(live, lab, dataset.correctness.size()));
+                              [&](const protocol::Record& record) {
+                                show_case(record);
+                                const auto* clock = std::get_if<protocol::ClockRecord>(&record);
+                                if (clock && clock->to_time && on_waiting_to_time) on_waiting_to_time();
+                              });
   result.run_log = run.child.output_tail;
   result.device = run.reports.device;
   std::string problem;

@@ -8,6 +8,7 @@
 #include "model.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,10 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
 LabResult not_graded(const LabSpec& lab, LabStatus status, const std::string& note);
 
 // Stage 2, on the GPU numbered `gpu` (-1: whichever the runtime picks): run the checks and
-// score what they report.
+// score what they report. `on_waiting_to_time` is called when the checks are done and the run
+// starts waiting for the GPU alone (each time it does).
 void run_lab(const LabJob& job, const Toolchain& toolchain, const GradeOptions& options, int gpu,
-             LabResult& result);
+             LabResult& result, const std::function<void()>& on_waiting_to_time = {});
 
 // Times the reference solution's performance cases afresh and stores them in the calibration
 // cache (options.calibration_dir). Returns the runner's records, one per case.

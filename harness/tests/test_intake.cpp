@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -469,6 +471,21 @@ TEST_SUITE("intake") {
     CHECK(grade::runs_per_gpu_for_memory(24576) == 2);
     CHECK(grade::runs_per_gpu_for_memory(8192) == 1);    // never none
     CHECK(grade::runs_per_gpu_for_memory(0) == 3);       // nvidia-smi could not tell
+  }
+
+  TEST_CASE("a checking place given back lets the next run start; none is made up") {
+    grade::CheckingPlaces places(1);
+    places.take();
+    std::atomic<bool> second_started{false};
+    std::thread next([&] {
+      places.take();
+      second_started = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK_FALSE(second_started);  // the only place is taken
+    places.give_back();           // the first run now waits to time
+    next.join();
+    CHECK(second_started);
   }
 
   TEST_CASE("an interrupted batch saves no result for the lab it stopped halfway") {

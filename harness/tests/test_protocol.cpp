@@ -70,7 +70,8 @@ TEST_SUITE("protocol") {
         protocol::FaultRecord{"dataset unreadable"},
         protocol::ForbiddenRecord{"libcublas"},
         protocol::DoneRecord{2},
-        protocol::ClockRecord{false, "timing the reference"}};
+        protocol::ClockRecord{false, "timing the reference"},
+        protocol::ClockRecord{false, "waiting for the GPU alone", true}};
     for (const protocol::Record& record : records) {
       const auto back = protocol::read_record(line(record, "t"), "t");
       REQUIRE(back.has_value());
@@ -82,6 +83,8 @@ TEST_SUITE("protocol") {
     const auto clock = std::get<protocol::ClockRecord>(*protocol::read_record(line(records[10], "t"), "t"));
     CHECK_FALSE(clock.counting);
     CHECK(clock.why == "timing the reference");
+    CHECK_FALSE(clock.to_time);
+    CHECK(std::get<protocol::ClockRecord>(*protocol::read_record(line(records[11], "t"), "t")).to_time);
   }
 
   TEST_CASE("the runner's arguments survive to_argv and parse") {

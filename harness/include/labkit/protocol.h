@@ -138,6 +138,9 @@ struct DoneRecord {
 struct ClockRecord {
   bool counting = true;
   std::string why;  // what the runner waits for, while the clock is stopped
+  // The wait is for the GPU alone, to time: the checks are done, and a batch lets another lab
+  // take this run's place among those checking on the GPU meanwhile.
+  bool to_time = false;
 };
 
 using Record = std::variant<CorrectnessRecord, PerformanceRecord, ProfiledRecord, ProgressRecord, DeviceRecord,

@@ -135,7 +135,9 @@ struct Fields {
   json operator()(const FaultRecord& r) const { return {{"message", r.message}}; }
   json operator()(const ForbiddenRecord& r) const { return {{"library", r.library}}; }
   json operator()(const DoneRecord& r) const { return {{"failures", r.failures}}; }
-  json operator()(const ClockRecord& r) const { return {{"counting", r.counting}, {"why", r.why}}; }
+  json operator()(const ClockRecord& r) const {
+    return {{"counting", r.counting}, {"why", r.why}, {"to_time", r.to_time}};
+  }
 };
 
 std::string text(const json& j, const char* key) {
@@ -164,7 +166,7 @@ Record from_json(RecordType type, const json& j) {
     case RecordType::fault: return FaultRecord{text(j, "message")};
     case RecordType::forbidden: return ForbiddenRecord{text(j, "library")};
     case RecordType::done: return DoneRecord{j.value("failures", 0)};
-    case RecordType::clock: return ClockRecord{j.value("counting", true), text(j, "why")};
+    case RecordType::clock: return ClockRecord{j.value("counting", true), text(j, "why"), j.value("to_time", false)};
   }
   throw std::logic_error("unknown record type");
 }

@@ -73,7 +73,10 @@ std::vector<int>& gpu_lock_fds() {
 void lock_gpus_uncounted(int how) {
   const double asked = seconds_running();
   {
-    const ClockStopped waiting("waiting for the GPU: another lab is timing on it");
+    const bool to_time = how == LOCK_EX;
+    const ClockStopped waiting(to_time ? "waiting for the GPU alone, to time: other labs are checking or timing on it"
+                                       : "waiting for the GPU: another lab is timing on it",
+                               to_time);
     lock_gpus(gpu_lock_fds(), how);
   }
   if (const double waited = seconds_running() - asked; waited >= 0.1)

@@ -50,7 +50,9 @@ const T& loaded(const std::unique_ptr<T>& item, const char* what) {
 // does not depend on how many labs share its GPU or whether the reference's times were cached.
 class ClockStopped {
  public:
-  explicit ClockStopped(const char* why) { emit_result(protocol::ClockRecord{false, why}); }
+  explicit ClockStopped(const char* why, bool to_time = false) {
+    emit_result(protocol::ClockRecord{false, why, to_time});
+  }
   ~ClockStopped() { emit_result(protocol::ClockRecord{true, ""}); }
   ClockStopped(const ClockStopped&) = delete;
   ClockStopped& operator=(const ClockStopped&) = delete;
