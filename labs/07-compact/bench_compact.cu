@@ -176,16 +176,15 @@ bool is_expand(const labkit::Case& c) { return c.has("exercise") && c.params.at(
 void bench_expand_case(const labkit::Case& c, double peak_gbps) {
   const size_t n = c.n;
   const std::vector<float> host = labkit::generate<float>(n, c.input);
-  std::vector<float> packed_host(n + chapter_guard_elements(n));
-  for (size_t j = 0; j < packed_host.size(); ++j) {
-    const uint32_t bits = uint32_t(labkit::splitmix64(c.input.seed * 0x9E3779B97F4A7C15ull + j) >> 32);
-    std::memcpy(&packed_host[j], &bits, sizeof bits);
-  }
-  const Bits packed_bits = bits_of(packed_host);
+  Bits packed_bits(n + chapter_guard_elements(n));
+  for (size_t j = 0; j < packed_bits.size(); ++j)
+    packed_bits[j] = uint32_t(labkit::splitmix64(c.input.seed * 0x9E3779B97F4A7C15ull + j) >> 32);
   Bits expected(n, 0u);
   size_t kept = 0;
   for (size_t i = 0; i < n; ++i)
     if (host[i] > 0.f) expected[i] = packed_bits[kept++];
+  std::vector<float> packed_host(packed_bits.size());
+  std::memcpy(packed_host.data(), packed_bits.data(), packed_bits.size() * sizeof(float));
 
   DeviceBuffer<float> input(host);
   DeviceBuffer<float> packed(packed_host);
