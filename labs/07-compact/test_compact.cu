@@ -474,7 +474,7 @@ std::string diagnose_expand_kept(const Bits& in, const Bits& packed, const Bits&
       const size_t boundary = i / chunk * chunk;
       if (boundary > 0 && ranks[boundary] == missing)
         return "d_out is right up to in[" + std::to_string(boundary) + "], which starts an aligned chunk of " +
-               std::to_string(chunk & (~chunk + 1)) + " elements, and from there the kept elements start again at "
+               std::to_string(chunk) + " elements, and from there the kept elements start again at "
                "d_packed[0]: the number of positives before that chunk (" + std::to_string(missing) + ") was not " +
                "added to its addresses (a missing block offset or look-back). " + where;
     }
