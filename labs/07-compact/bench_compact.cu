@@ -1,9 +1,11 @@
 // Lab 07 benchmark: the reference solution beside cub::DeviceSelect::If and
 // cub::DevicePartition::If (the library anchors) and the chapter's float pipeline, with GB/s
 // (compaction: 4 bytes read per element plus 4 written per kept one; split: 4 read and 4
-// written per element) and % of the device's measured read bandwidth, at the sizes and inputs
-// of datasets/07-compact.yaml's performance and benchmark cases. Not a test: it prints numbers
-// for people to read.
+// written per element; expansion: 4 read and 4 written per element plus 4 read per kept one)
+// and % of the device's measured read bandwidth, at the sizes and inputs of
+// datasets/07-compact.yaml's performance and benchmark cases. No library expands: part 2's
+// anchor is a device-to-device copy of the input, which moves 8 of its 8 + 4·count/n bytes
+// per element. Not a test: it prints numbers for people to read.
 //
 // The chapter's pipeline indexes with float prefix sums, exact only up to 2^24: past that its
 // indices round by a few elements either way, so at 2^28 it writes a little past n and its
@@ -104,6 +106,14 @@ __global__ void chapter_split_kernel(const float* in, size_t n, const float* sca
     out[size_t(total + (float(i) - scan[i]))] = in[i];
 }
 
+// The chapter's split (part 2): the pack's address read instead of written; the others keep
+// the zero that a memset left.
+__global__ void chapter_expand_kernel(const float* in, size_t n, const float* scan, const float* packed, float* out) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  if (in[i] > 0.f) out[i] = packed[size_t(scan[i]) - 1];
+}
+
 unsigned grid_256(size_t n) { return unsigned((n + 255) / 256); }
 
 // Elements past n that the chapter's pipeline may write into. Its float scan is exact to 2^24;
@@ -118,6 +128,21 @@ void chapter_pipeline(const float* in, size_t n, float* out, size_t* count, floa
     chapter_compact_kernel<<<grid_256(n), 256, 0, stream>>>(in, n, scratch, out, count);
   else
     chapter_split_kernel<<<grid_256(n), 256, 0, stream>>>(in, n, scratch, out);
+}
+
+// Part 2 the chapter's way: predicate and scan again, clear the output, scatter back. With
+// `copy_packed`, also the chapter's copy of the packed values (n of them, as the chapter copies
+// its whole output buffer) into the buffer the scatter reads: `staged`.
+void chapter_expand_pipeline(const float* in, const float* packed, size_t n, float* out, float* scratch,
+                             float* staged, bool copy_packed, cudaStream_t stream) {
+  chapter_predicate_kernel<<<grid_256(n), 256, 0, stream>>>(in, n, scratch);
+  chapter_global_scan(scratch, n, scratch + n, stream);
+  if (copy_packed) {
+    cudaMemcpyAsync(staged, packed, n * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+    packed = staged;
+  }
+  cudaMemsetAsync(out, 0, n * sizeof(float), stream);
+  chapter_expand_kernel<<<grid_256(n), 256, 0, stream>>>(in, n, scratch, packed, out);
 }
 
 // ---- the table --------------------------------------------------------------------------
@@ -144,8 +169,59 @@ void print_row(const char* label, const char* name, const labkit::TimingStats& t
 }
 
 bool is_split(const labkit::Case& c) { return c.has("exercise") && c.params.at("exercise") == "split"; }
+bool is_expand(const labkit::Case& c) { return c.has("exercise") && c.params.at("exercise") == "expand"; }
+
+// Part 2's rows: the packed values are arbitrary bits (not the input's), in a buffer with the
+// chapter's guard past n, since its float addresses past 2^24 may read a little past count.
+void bench_expand_case(const labkit::Case& c, double peak_gbps) {
+  const size_t n = c.n;
+  const std::vector<float> host = labkit::generate<float>(n, c.input);
+  Bits packed_bits(n + chapter_guard_elements(n));
+  for (size_t j = 0; j < packed_bits.size(); ++j)
+    packed_bits[j] = uint32_t(labkit::splitmix64(c.input.seed * 0x9E3779B97F4A7C15ull + j) >> 32);
+  Bits expected(n, 0u);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (host[i] > 0.f) expected[i] = packed_bits[kept++];
+  std::vector<float> packed_host(packed_bits.size());
+  std::memcpy(packed_host.data(), packed_bits.data(), packed_bits.size() * sizeof(float));
+
+  DeviceBuffer<float> input(host);
+  DeviceBuffer<float> packed(packed_host);
+  DeviceBuffer<float> output(n);
+  DeviceBuffer<float> chapter_scratch(chapter_scratch_floats(n));
+  DeviceBuffer<float> staged(n);
+
+  using Run = std::function<void(cudaStream_t)>;
+  const std::vector<std::pair<const char*, Run>> variants = {
+      {"reference expand_positive",
+       [&](cudaStream_t s) { expand_positive(input.data(), packed.data(), n, output.data(), s); }},
+      {"cudaMemcpy of d_in (D2D)",
+       [&](cudaStream_t s) {
+         cudaMemcpyAsync(output.data(), input.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, s);
+       }},
+      {"chapter: float pipeline",
+       [&](cudaStream_t s) {
+         chapter_expand_pipeline(input.data(), packed.data(), n, output.data(), chapter_scratch.data(), staged.data(),
+                                 false, s);
+       }},
+      {"chapter + its D2D copy",
+       [&](cudaStream_t s) {
+         chapter_expand_pipeline(input.data(), packed.data(), n, output.data(), chapter_scratch.data(), staged.data(),
+                                 true, s);
+       }},
+  };
+  const double bytes = 8.0 * double(n) + 4.0 * double(kept);
+  for (const auto& [name, run] : variants) {
+    const labkit::TimingStats t = labkit::time_call({run, [&](int) { output.poison(); }});
+    const bool is_copy = std::strncmp(name, "cudaMemcpy", 10) == 0;
+    const char* note = !is_copy && bits_of(output.download()) != expected ? "  WRONG OUTPUT" : "";
+    print_row(c.name.c_str(), name, t, bytes, peak_gbps, note);
+  }
+}
 
 void bench_case(const labkit::Case& c, double peak_gbps) {
+  if (is_expand(c)) return bench_expand_case(c, peak_gbps);
   const size_t n = c.n;
   const bool split = is_split(c);
   const std::vector<float> host = labkit::generate<float>(n, c.input);
@@ -224,10 +300,13 @@ void bench_case(const labkit::Case& c, double peak_gbps) {
   }
 }
 
-// The compactions, then the splits, each smallest first.
+// The compactions, then the splits, then the expansions, each smallest first.
 std::vector<labkit::Case> in_table_order(std::vector<labkit::Case> cases) {
+  const auto part = [](const labkit::Case& c) { return is_expand(c) ? 2 : is_split(c) ? 1 : 0; };
   std::stable_sort(cases.begin(), cases.end(),
-                   [](const labkit::Case& a, const labkit::Case& b) { return !is_split(a) && is_split(b); });
+                   [&part](const labkit::Case& a, const labkit::Case& b) {
+                     return part(a) != part(b) ? part(a) < part(b) : a.n < b.n;
+                   });
   return cases;
 }
 
@@ -236,7 +315,8 @@ std::vector<labkit::Case> in_table_order(std::vector<labkit::Case> cases) {
 int main(int argc, char** argv) {
   const std::vector<labkit::Case> cases = in_table_order(labkit::benchmark_cases(argc, argv));
   const double peak = labkit::start_benchmark(
-      " (GB/s below: compaction counts 4 bytes read per element and 4 written per kept one; split 8 per element)");
+      " (GB/s below: compaction counts 4 bytes read per element and 4 written per kept one; split 8 per element; "
+      "expansion 8 per element and 4 read per kept one)");
   for (const labkit::Case& c : cases) bench_case(c, peak);
   return 0;
 }

@@ -19,8 +19,18 @@ extern "C" void compact_positive(const float* d_in, size_t n, float* d_out, size
 // moved bit for bit (a NaN keeps its payload, -0.0f stays -0.0f).
 extern "C" void split_positive(const float* d_in, size_t n, float* d_out, cudaStream_t stream);
 
-// For both: n may be anything from 0 to 2^30. d_out does not overlap d_in, and both are
-// 16-byte aligned (as cudaMalloc returns them). Do not modify d_in.
+// Expansion (scatter back, part 2): the compaction read the other way. d_packed holds
+// exactly count values, count being the number of positive elements of d_in[0..n); they are
+// arbitrary floats (not d_in's). For every i in [0, n): if d_in[i] is positive, d_out[i] =
+// d_packed[r], r being the number of positive elements of d_in[0..i) (before i, not counting
+// i); otherwise d_out[i] = +0.0f. Values are moved bit for bit, as in the split. Nothing at or
+// past d_out + n is written, and nothing at or past d_packed + count is read.
+extern "C" void expand_positive(const float* d_in, const float* d_packed, size_t n, float* d_out,
+                                cudaStream_t stream);
+
+// For all three: n may be anything from 0 to 2^30. d_out overlaps neither d_in nor d_packed,
+// and all three are 16-byte aligned (as cudaMalloc returns them). Do not modify d_in or
+// d_packed.
 //
 // Enqueue all work on `stream`; the functions may return before the work finishes. They may
 // use temporary device memory that they allocate themselves: cudaMallocAsync/cudaFreeAsync

@@ -1,7 +1,8 @@
-// Lab 07 checks: the student's compaction and split against CPU versions on every dataset
-// case (every output bit exact, the count right, nothing written past what the contract
-// allows), then their speed against the reference solution's on the performance cases.
-// Cases with `exercise: split` check split_positive; all others check compact_positive.
+// Lab 07 checks: the student's compaction, split and expansion against CPU versions on every
+// dataset case (every output bit exact, the count right, nothing written past what the
+// contract allows), then their speed against the reference solution's on the performance
+// cases. Cases with `exercise: split` check split_positive, `exercise: expand`
+// expand_positive; all others check compact_positive.
 #include "compact.h"
 #include "cub_compact.cuh"
 
@@ -30,7 +31,9 @@ const char* float_address_hint =
     "addresses computed in float are exact only to 2^24 = 16777216: positions past that are rounded, so two "
     "elements land on one slot and another slot stays empty (hint: scan integer flags in int32/uint32, not float)";
 
-bool is_split_case(const Case& c) { return c.has("exercise") && c.params.at("exercise") == "split"; }
+bool is_exercise(const Case& c, const char* name) { return c.has("exercise") && c.params.at("exercise") == name; }
+bool is_split_case(const Case& c) { return is_exercise(c, "split"); }
+bool is_expand_case(const Case& c) { return is_exercise(c, "expand"); }
 
 Bits to_bits(const Floats& values) {
   Bits bits(values.size());
@@ -80,6 +83,21 @@ Floats make_input(const Case& c, uint64_t seed_shift = 0) {
       if (bits % 4 == 0) in[i] = from_bits(special_values[(bits >> 8) % special_count]);
     }
   return in;
+}
+
+// expand_positive's packed values: arbitrary bits (NaNs with payloads, infinities,
+// denormals, negatives) with a special value in about one slot of 16, drawn from the case's
+// seed and the slot alone, so that the GPU draws the same ones for a timed call. Never d_in's
+// values: copying d_in where positive fails.
+__host__ __device__ inline uint32_t packed_word(uint64_t seed, size_t j, const uint32_t* specials) {
+  const uint64_t bits = labkit::splitmix64((seed ^ 0x5EED0F0A7C4E11EDull) * 0xD1B54A32D192ED03ull + j);
+  return bits % 16 == 0 ? specials[(bits >> 8) % special_count] : uint32_t(bits >> 32);
+}
+
+Bits make_packed(const Case& c, size_t count) {
+  Bits packed(count);
+  for (size_t j = 0; j < count; ++j) packed[j] = packed_word(c.input.seed, j, special_values);
+  return packed;
 }
 
 // ---- expected outputs, for the contract's predicate and for likely wrong ones -----------
@@ -386,11 +404,156 @@ void check_split(const Case& c, const Floats& input) {
   labkit::verdict(c, false, diagnose_split(in, expected, actual, again) + ". " + comparison.describe());
 }
 
+// ---- expand_positive ----------------------------------------------------------------------
+
+struct ExpandOutput {
+  Bits out;  // d_out[0..n + guard_words)
+  bool input_changed = false;
+  bool packed_changed = false;
+};
+
+// d_packed holds exactly `count` values: under compute-sanitizer a read past them is an
+// out-of-bounds access.
+ExpandOutput run_student_expand(const Floats& input, const Bits& packed) {
+  const Floats packed_values = to_floats(packed);
+  DeviceBuffer<float> d_in(input);
+  DeviceBuffer<float> d_packed(packed_values);
+  DeviceBuffer<float> d_out(input.size() + guard_words);
+  d_out.poison();
+  labkit::student<decltype(expand_positive)>("expand_positive")(d_in.data(), d_packed.data(), input.size(),
+                                                                d_out.data(), nullptr);
+  CUDA_CHECK_KERNELS(nullptr);
+  return {to_bits(d_out.download()), to_bits(d_in.download()) != to_bits(input),
+          to_bits(d_packed.download()) != packed};
+}
+
+// out[i] = packed[rank of i] where kept, +0.0f elsewhere.
+Bits expand_by(const Bits& in, const Bits& packed) {
+  Bits out(in.size(), 0u);
+  for (size_t i = 0, rank = 0; i < in.size(); ++i)
+    if (contract_positive(in[i])) out[i] = packed[rank++];
+  return out;
+}
+
+constexpr uint32_t negative_zero = 0x80000000u;
+
+// The hint for a kept element i whose value is wrong: which packed value it took, if any.
+// `ranks[i]` is the number of kept elements before i.
+std::string diagnose_expand_kept(const Bits& in, const Bits& packed, const Bits& actual,
+                                 const std::vector<size_t>& ranks, size_t i) {
+  const size_t r = ranks[i];
+  const std::string where = "d_out[" + std::to_string(i) + "] (in[" + std::to_string(i) + "] = " +
+                            show_bits(in[i]) + ", positive, the kept element of rank " + std::to_string(r) +
+                            ") is " + show_bits(actual[i]) + ", expected d_packed[" + std::to_string(r) + "] = " +
+                            show_bits(packed[r]);
+  if (r + 1 >= float_exact_limit)
+    return "d_out is right up to d_out[" + std::to_string(i) + "], the first kept element whose rank reaches 2^24: " +
+           float_address_hint + ". " + where;
+  if (actual[i] == in[i])
+    return "the kept elements were copied from d_in: d_out[i] must be d_packed[r], the value the compaction's "
+           "address r (the number of positives before i) points to in the packed array, not d_in[i]. " + where;
+  if (r + 1 < packed.size() && actual[i] == packed[r + 1])
+    return "each kept element took the packed value one place too far: its address is the inclusive scan (the "
+           "positives up to and including i) where it must be the exclusive one, the positives before i (scan[i] - 1 "
+           "with an inclusive scan). " + where;
+  if (r > 0 && actual[i] == packed[r - 1])
+    return "each kept element took the packed value one place too early: its address is one less than the number "
+           "of positives before i. " + where;
+  for (const Predicate& p : wrong_predicates())
+    if (!p.keeps(in[i]) && actual[i] == 0u) return std::string(p.mistake) + ". " + where;
+  const bool nothing_from_block = std::all_of(actual.begin() + std::min(actual.size(), chapter_block), actual.end(),
+                                              [](uint32_t v) { return v == 0u || v == poison_word; });
+  if (i >= chapter_block && nothing_from_block)
+    return "only the first 2048 elements got their packed values back, every later one is zero or unwritten: the "
+           "scan covers one block (the chapter's single block of 2 x BLOCK_DIM elements; scan each block, scan the "
+           "block sums, add them back, or see the README's one-pass version). " + where;
+  const auto found = std::find(packed.begin(), packed.end(), actual[i]);
+  if (found != packed.end() && size_t(found - packed.begin()) < r) {
+    const size_t missing = r - size_t(found - packed.begin());
+    for (size_t chunk = size_t(1) << 30; chunk >= 64; chunk >>= 1) {
+      const size_t boundary = i / chunk * chunk;
+      if (boundary > 0 && ranks[boundary] == missing)
+        return "d_out is right up to in[" + std::to_string(boundary) + "], which starts an aligned chunk of " +
+               std::to_string(chunk) + " elements, and from there the kept elements start again at "
+               "d_packed[0]: the number of positives before that chunk (" + std::to_string(missing) + ") was not " +
+               "added to its addresses (a missing block offset or look-back). " + where;
+    }
+  }
+  if (actual[i] == poison_word)
+    return "kept elements were never written (still 0xA5A5A5A5): d_out is not cleared for you, and every element "
+           "of it must be written. " + where;
+  return where;
+}
+
+// The hint for a non-positive element i whose output is not +0.0f.
+std::string diagnose_expand_other(const Bits& in, const Bits& actual, size_t i) {
+  const std::string where = "d_out[" + std::to_string(i) + "] (in[" + std::to_string(i) + "] = " +
+                            show_bits(in[i]) + ", not positive) is " + show_bits(actual[i]) + ", expected +0.0f";
+  if (actual[i] == poison_word)
+    return "the places of the non-positive elements kept the old contents of d_out (still 0xA5A5A5A5): d_out is "
+           "not cleared for you, so write +0.0f there (the chapter clears d_out first; a one-pass kernel writes "
+           "every element anyway). " + where;
+  if (actual[i] == negative_zero)
+    return "the non-positive elements came out as -0.0f: the contract asks for +0.0f (bits 0x00000000); -0.0f "
+           "compares equal to 0 but its sign bit is set (a product such as in[i] * 0.0f, or copysign, keeps the "
+           "sign of a negative in[i]). " + where;
+  if (actual[i] == in[i])
+    return "the non-positive elements were copied from d_in: they must be +0.0f. " + where;
+  for (const Predicate& p : wrong_predicates())
+    if (p.keeps(in[i])) return std::string(p.mistake) + ". " + where;
+  return where;
+}
+
+std::string diagnose_expand(const Bits& in, const Bits& packed, const Bits& expected, const Bits& actual,
+                            const Bits& again) {
+  if (!actual.empty() && count_poison(actual) == actual.size())
+    return "d_out was not written at all: every element still holds the 0xA5A5A5A5 the checks filled it with";
+  const size_t wrong = first_mismatch(expected, actual);
+  if (again != actual)
+    return "two runs on the same input gave different outputs (the first wrong element moved from " +
+           std::to_string(wrong) + " to " + std::to_string(first_mismatch(expected, again)) + "): a race. Look for "
+           "a missing __syncthreads() between writing and reading shared memory, or a look-back that reads a "
+           "predecessor's flag before its count is visible";
+  if (!contract_positive(in[wrong])) return diagnose_expand_other(in, actual, wrong);
+  std::vector<size_t> ranks(in.size() + 1);
+  for (size_t i = 0; i < in.size(); ++i) ranks[i + 1] = ranks[i] + (contract_positive(in[i]) ? 1 : 0);
+  return diagnose_expand_kept(in, packed, actual, ranks, wrong);
+}
+
+void check_expand(const Case& c, const Floats& input) {
+  const Bits in = to_bits(input);
+  const size_t count = size_t(std::count_if(in.begin(), in.end(), contract_positive));
+  const Bits packed = make_packed(c, count);
+  const Bits expected = expand_by(in, packed);
+  labkit::export_array(c, "packed", to_floats(packed));
+  labkit::export_array(c, "expected_output", to_floats(expected));
+
+  const ExpandOutput result = run_student_expand(input, packed);
+  if (result.input_changed)
+    return labkit::verdict(c, false, "expand_positive modified its input: d_in is const and must come back unchanged");
+  if (result.packed_changed)
+    return labkit::verdict(c, false,
+                           "expand_positive modified d_packed: it is const and must come back unchanged");
+  const auto written = std::find_if(result.out.begin() + c.n, result.out.end(), [](uint32_t v) { return v != poison_word; });
+  if (written != result.out.end())
+    return labkit::verdict(c, false, "expand_positive wrote d_out[" + std::to_string(written - result.out.begin()) +
+                                         "], past the end d_out + n (n = " + std::to_string(c.n) +
+                                         "): no padding, no full vectors past the end");
+  const Bits actual(result.out.begin(), result.out.begin() + c.n);
+  if (actual == expected) return labkit::verdict(c, true);
+  Bits again = run_student_expand(input, packed).out;
+  again.resize(c.n);
+  const labkit::Comparison comparison = labkit::compare_exact(expected, actual);
+  labkit::verdict(c, false, diagnose_expand(in, packed, expected, actual, again) + ". " + comparison.describe());
+}
+
 void check_case(const Case& c) {
   const Floats input = make_input(c);
   labkit::export_array(c, "input", input);
   if (is_split_case(c))
     check_split(c, input);
+  else if (is_expand_case(c))
+    check_expand(c, input);
   else
     check_compact(c, input);
 }
@@ -489,7 +652,79 @@ size_t kept_by_case_input(const Case& c, PerfBuffers& b) {
   return b.expected_count.download()[0];
 }
 
+// ---- expand_positive's timed case ---------------------------------------------------------
+
+__global__ void draw_packed_kernel(float* packed, size_t count, uint64_t seed, const SpecialValues specials) {
+  for (size_t j = blockIdx.x * size_t(blockDim.x) + threadIdx.x; j < count; j += size_t(gridDim.x) * blockDim.x)
+    packed[j] = __uint_as_float(packed_word(seed, j, specials.bits));
+}
+
+// make_packed(c, n) drawn on the GPU from `seed`: room for every element's value, of which a
+// call reads the first count.
+void draw_packed(float* out, size_t n, uint64_t seed, cudaStream_t stream) {
+  if (n == 0) return;
+  SpecialValues specials;
+  std::copy(std::begin(special_values), std::end(special_values), specials.bits);
+  draw_packed_kernel<<<unsigned(std::min<size_t>((n + 255) / 256, 4096)), 256, 0, stream>>>(out, n, seed, specials);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// A timed expansion's buffers: the input and the packed values drawn afresh for every call, the
+// output, and the reference's output for the same input.
+struct ExpandPerfBuffers {
+  explicit ExpandPerfBuffers(const Case& c)
+      : input(c.n, [&c](float* out, uint64_t seed, cudaStream_t stream) { draw_input(c, out, seed, stream); }),
+        packed(c.n, [&c](float* out, uint64_t seed, cudaStream_t stream) { draw_packed(out, c.n, seed, stream); }),
+        out(c.n), expected(c.n) {}
+  labkit::FreshInput<float> input;
+  labkit::FreshInput<float> packed;
+  labkit::TimedOutput<float> out;
+  DeviceBuffer<float> expected;
+};
+
+labkit::PerfSubject expand_subject(labkit::Function<decltype(expand_positive)> fn, const Case& c,
+                                   ExpandPerfBuffers& b) {
+  return {labkit::timed_call([fn, &c, &b](cudaStream_t stream) {
+                               fn(b.input.data(), b.packed.data(), c.n, b.out.data(), stream);
+                             },
+                             {&b.input, &b.packed}, {&b.out}),
+          [&c, &b] {
+            labkit::reference<decltype(expand_positive)>("expand_positive")(b.input.drawn(), b.packed.drawn(), c.n,
+                                                                            b.expected.data(), nullptr);
+            return compare_bits_on_device(b.expected.data(), b.out.collected_data(), c.n).describe();
+          }};
+}
+
+// The yardstick the reports show beside the reference (no library expands): a device-to-device
+// copy of the input into the output, 8n of the 8n + 4·count bytes an expansion must move.
+labkit::LibraryAnchor input_copy(const Case& c, ExpandPerfBuffers& b) {
+  const auto copy = [&c, &b](cudaStream_t stream) {
+    CUDA_CHECK(cudaMemcpyAsync(b.out.data(), b.input.data(), c.n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+  };
+  return {"cudaMemcpy of d_in (device to device)", {labkit::timed_call(copy, {&b.input}, {&b.out}), {}}};
+}
+
+void measure_expand_case(const Case& c) {
+  ExpandPerfBuffers buffers(c);
+  // Read n and the packed values of what the case's own input keeps, write n.
+  size_t kept = 0;
+  {
+    DeviceBuffer<float> input(c.n), compacted(c.n);
+    DeviceBuffer<size_t> count(1);
+    draw_input(c, input.data(), c.input.seed, nullptr);
+    labkit::reference<decltype(compact_positive)>("compact_positive")(input.data(), c.n, compacted.data(),
+                                                                      count.data(), nullptr);
+    kept = count.download()[0];
+  }
+  const double bytes_moved = sizeof(float) * (2.0 * double(c.n) + double(kept));
+  labkit::measure_performance(
+      c, bytes_moved, expand_subject(labkit::student<decltype(expand_positive)>("expand_positive"), c, buffers),
+      expand_subject(labkit::reference<decltype(expand_positive)>("expand_positive"), c, buffers),
+      input_copy(c, buffers));
+}
+
 void measure_case(const Case& c) {
+  if (is_expand_case(c)) return measure_expand_case(c);
   PerfBuffers buffers(c);
   if (is_split_case(c)) {
     const double bytes_moved = 2.0 * sizeof(float) * double(c.n);  // read n, write n
@@ -510,13 +745,13 @@ void measure_case(const Case& c) {
 }  // namespace
 
 TEST_SUITE("correctness") {
-  TEST_CASE("compact_positive and split_positive match CPU versions") {
+  TEST_CASE("compact_positive, split_positive and expand_positive match CPU versions") {
     labkit::for_each_correctness_case([](const Case& c) { check_case(c); });
   }
 }
 
 TEST_SUITE("performance") {
-  TEST_CASE("compact_positive and split_positive throughput against the reference") {
+  TEST_CASE("compact_positive, split_positive and expand_positive throughput against the reference") {
     labkit::for_each_timed_case([&](const Case& c) {
       measure_case(c);
     });
