@@ -99,6 +99,7 @@ grade::LabResult build_lab_13(const fs::path& dir, const std::string& allreduce_
   static const std::vector<grade::LabSpec> labs = grade::load_catalog(kit_root.string());
   const grade::LabSpec& lab = grade::find_lab(labs, "13");
   write(dir / "student" / "allreduce.cu", allreduce_text);
+  write(dir / "student" / "collectives.cu", "ok\n");  // part 3, in the lab's own module with part 1
   if (mpi_text) write(dir / "student" / "mpi_allreduce.cu", *mpi_text);
   write(dir / "build" / "labs" / lab.modules.at(0).loader, "");
   const grade::Toolchain tc{kit_root.string(), (dir / "build").string(), fake_nvcc(dir).string(), {}};
@@ -309,7 +310,7 @@ TEST_SUITE("intake") {
     // The lab's own files stay required; a part handed in is required whole.
     static const std::vector<grade::LabSpec> labs = grade::load_catalog(kit_root.string());
     const grade::LabSpec& lab = grade::find_lab(labs, "13");
-    CHECK(grade::required_files(lab, dir.path / "student") == std::vector<std::string>{"allreduce.cu"});
+    CHECK(grade::required_files(lab, dir.path / "student") == std::vector<std::string>{"allreduce.cu", "collectives.cu"});
     write(dir.path / "student" / "mpi_allreduce.cu", "ok\n");
     CHECK(grade::required_files(lab, dir.path / "student") == lab.student_files);
   }

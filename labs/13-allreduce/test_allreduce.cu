@@ -3,6 +3,8 @@
 // answer, fails the second call); then its speed against the reference solution's, both timed
 // by the host's clock until the work on every GPU has finished. Cases marked `mpi` check part
 // 2 the same way: mpi_allreduce runs in one process per GPU under mpirun (labkit/rank_group.h).
+// Cases marked `collective` check part 3, ring_reduce_scatter and ring_allgather, each on its
+// own and the two in a row on one stream, against the contract's slices.
 #include "allreduce.h"
 
 #include <labkit/device_compare.cuh>
@@ -42,6 +44,38 @@ int gpus_for(const Case& c) {
 }
 
 bool exact_case(const Case& c) { return c.integer("exact", 0) != 0; }
+
+// Part 3's functions: what a case marked `collective` calls ("" for part 1's and 2's cases).
+enum class Collective { allreduce, reduce_scatter, allgather, reduce_scatter_then_allgather };
+
+Collective collective_of(const Case& c) {
+  const auto found = c.params.find("collective");
+  if (found == c.params.end()) return Collective::allreduce;
+  if (found->second == "reduce-scatter") return Collective::reduce_scatter;
+  if (found->second == "allgather") return Collective::allgather;
+  if (found->second == "reduce-scatter+allgather") return Collective::reduce_scatter_then_allgather;
+  throw std::invalid_argument("case " + c.name + ": unknown collective `" + found->second + "`");
+}
+
+// The contract's slice of GPU `gpu`: [gpu * per, (gpu + 1) * per) clipped to n, per = ceil(n / gpus).
+struct Slice {
+  size_t begin, end;
+};
+
+__host__ __device__ inline size_t slice_length(size_t n, int gpus) { return (n + size_t(gpus) - 1) / size_t(gpus); }
+
+Slice slice_of(int gpu, int gpus, size_t n) {
+  const size_t per = slice_length(n, gpus);
+  return {std::min(size_t(gpu) * per, n), std::min(size_t(gpu + 1) * per, n)};
+}
+
+// What a call of part 3 gets wrong about the slices' boundaries, for the hints.
+std::string slicing_rule(size_t n, int gpus) {
+  return "the contract's slice K is [K * per, (K + 1) * per) clipped to n, with per = ceil(n / gpus) = " +
+         std::to_string(slice_length(n, gpus)) + " here; parts of n / gpus = " + std::to_string(n / size_t(gpus)) +
+         " elements (rounded down) start and end short of them, and the last n % gpus = " +
+         std::to_string(n % size_t(gpus)) + " elements belong to none";
+}
 
 // The case's distribution with `seed`. Exact cases draw their steps k as integers from it.
 labkit::InputSpec array_spec(const Case& c, uint64_t seed) {
@@ -144,6 +178,8 @@ std::string gpu_name(int gpu) { return "GPU " + std::to_string(gpu); }
 std::string diagnose_gpu(const GpuArrays& inputs, const std::vector<float>& actual, const Expected& e, int gpu,
                          size_t first, size_t n, bool mpi) {
   size_t wrong = 0, own_input = 0, doubled_own = 0, nans = 0, first_wrong = n, last_wrong = 0;
+  const int gpus = int(inputs.size());
+  std::vector<size_t> peer_input(inputs.size(), 0);  // wrong elements that hold that GPU's input
   for (size_t i = 0; i < n; ++i) {
     const float a = actual[first + i];
     if (element_right(e, i, a)) continue;
@@ -154,6 +190,8 @@ std::string diagnose_gpu(const GpuArrays& inputs, const std::vector<float>& actu
     if (a == own) ++own_input;
     if (a == e.sum[i] + own) ++doubled_own;
     if (std::isnan(a)) ++nans;
+    for (int h = 0; h < gpus; ++h)
+      if (h != gpu && a == inputs[size_t(h)][first + i]) ++peer_input[size_t(h)];
   }
   const std::string where = gpu_name(gpu) + ": " + std::to_string(wrong) + " of " + std::to_string(n) +
                             " elements are wrong, from index " + std::to_string(first_wrong) + " to " +
@@ -167,6 +205,13 @@ std::string diagnose_gpu(const GpuArrays& inputs, const std::vector<float>& actu
     return where + ", and each still holds " + gpu_name(gpu) +
            "'s own input: the sum never reached them (a slice the all-gather skipped, or the copy back to this "
            "GPU is missing or not finished when the call returns)";
+  for (int h = 0; h < gpus && !mpi; ++h)
+    if (h != gpu && peer_input[size_t(h)] == wrong)
+      return where + ", and each holds " + gpu_name(h) + "'s input, not the sum: the all-gather copied " +
+             gpu_name(h) + "'s slice before its reduce-scatter had finished summing it. When ring_allreduce runs "
+             "the two phases, or calls ring_reduce_scatter and ring_allgather, on several GPUs' streams, the "
+             "all-gather on each GPU must wait for every other GPU's reduce-scatter: an event recorded at the end "
+             "of each GPU's phase 1 and cudaStreamWaitEvent on it";
   if (doubled_own == wrong)
     return where + ", and each holds the sum plus " + gpu_name(gpu) +
            "'s own value again: a slice was added to a buffer that already held a partial sum (in-place "
@@ -190,19 +235,26 @@ std::string diagnose_gpu(const GpuArrays& inputs, const std::vector<float>& actu
 
 // The whole verdict for one call: "" when every GPU holds the right sum, the same bits, and
 // nothing outside [0, n) changed.
+// "" when no GPU's memory outside [first, first + n) changed.
+std::string check_outside(const GpuArrays& inputs, const std::vector<std::vector<float>>& actual, size_t first,
+                          size_t n) {
+  for (size_t g = 0; g < inputs.size(); ++g) {
+    const auto& in = inputs[g];
+    const auto& out = actual[g];
+    if (!std::equal(in.begin(), in.begin() + long(first), out.begin()))
+      return gpu_name(int(g)) + ": memory before d_data" + std::to_string(g) +
+             " changed (the checks pass pointers that start inside a larger buffer)";
+    if (!std::equal(in.begin() + long(first + n), in.end(), out.begin() + long(first + n)))
+      return gpu_name(int(g)) + ": memory past d_data" + std::to_string(g) + "[n-1] changed: the last slice or chunk "
+             "ran past n (it is shorter when n is not a multiple of the slice size)";
+  }
+  return "";
+}
+
 std::string check_result(const GpuArrays& inputs, const std::vector<std::vector<float>>& actual, const Expected& e,
                          size_t first, size_t n, bool mpi = false) {
   const int gpus = int(inputs.size());
-  for (int g = 0; g < gpus; ++g) {
-    const auto& in = inputs[size_t(g)];
-    const auto& out = actual[size_t(g)];
-    if (!std::equal(in.begin(), in.begin() + long(first), out.begin()))
-      return gpu_name(g) + ": memory before d_data" + std::to_string(g) +
-             " changed (the checks pass pointers that start inside a larger buffer)";
-    if (!std::equal(in.begin() + long(first + n), in.end(), out.begin() + long(first + n)))
-      return gpu_name(g) + ": memory past d_data" + std::to_string(g) + "[n-1] changed: the last slice or chunk "
-             "ran past n (it is shorter when n is not a multiple of the slice size)";
-  }
+  if (std::string outside = check_outside(inputs, actual, first, n); !outside.empty()) return outside;
   for (int g = 0; g < gpus; ++g) {
     std::atomic<bool> all_right{true};
     labkit::parallel_chunks(n, [&](size_t begin, size_t end) {
@@ -221,6 +273,129 @@ std::string check_result(const GpuArrays& inputs, const std::vector<std::vector<
   return "";
 }
 
+// ---- part 3: the reduce-scatter and the all-gather on their own ------------------------------
+
+// The hint for elements that never received what they should, where no other pattern fits:
+// the work was not tied to `stream` (or not done at all).
+const char* unordered_hint =
+    "each function's work on every GPU must be done before work enqueued on `stream` after the call starts: "
+    "record an event at the end of each GPU's work and make `stream` wait for it (cudaStreamWaitEvent), and "
+    "start each GPU's work after an event recorded on `stream`";
+
+// The wrong elements of [begin, end) of one GPU's array: how many, where, and how many of them
+// `matches` (an index to a bool) explains.
+struct WrongRange {
+  size_t count = 0, first = 0, last = 0;
+  bool contiguous_at_edge(size_t begin, size_t end) const {
+    return count > 0 && count == last - first + 1 && (first == begin || last + 1 == end);
+  }
+  std::string where(size_t begin, size_t end) const {
+    return std::to_string(count) + " of the " + std::to_string(end - begin) + " elements of [" + std::to_string(begin) +
+           ", " + std::to_string(end) + ") are wrong, from index " + std::to_string(first) + " to " +
+           std::to_string(last);
+  }
+};
+
+template <class IsWrong>
+WrongRange wrong_in(size_t begin, size_t end, IsWrong is_wrong) {
+  WrongRange r;
+  for (size_t i = begin; i < end; ++i)
+    if (is_wrong(i)) {
+      if (r.count++ == 0) r.first = i;
+      r.last = i;
+    }
+  return r;
+}
+
+template <class Pred>
+size_t count_in(size_t begin, size_t end, Pred pred) {
+  size_t count = 0;
+  for (size_t i = begin; i < end; ++i) count += pred(i) ? 1 : 0;
+  return count;
+}
+
+// ring_reduce_scatter: slice K of GPU K holds the sum of slice K; the rest of [0, n) is not checked.
+std::string check_reduce_scatter(const GpuArrays& inputs, const std::vector<std::vector<float>>& actual,
+                                 const Expected& e, size_t first, size_t n) {
+  if (std::string outside = check_outside(inputs, actual, first, n); !outside.empty()) return outside;
+  const int gpus = int(inputs.size());
+  for (int g = 0; g < gpus; ++g) {
+    const Slice slice = slice_of(g, gpus, n);
+    const auto& out = actual[size_t(g)];
+    const auto& own = inputs[size_t(g)];
+    const auto is_wrong = [&](size_t i) { return !element_right(e, i, out[first + i]); };
+    const WrongRange wrong = wrong_in(slice.begin, slice.end, is_wrong);
+    if (wrong.count == 0) continue;
+    const std::string where = gpu_name(g) + ", its slice " + std::to_string(g) + ": " + wrong.where(slice.begin, slice.end);
+    const auto wrong_and = [&](auto pred) { return count_in(slice.begin, slice.end, [&](size_t i) { return is_wrong(i) && pred(i); }); };
+    const size_t own_input = wrong_and([&](size_t i) { return out[first + i] == own[first + i]; });
+    const size_t doubled = wrong_and([&](size_t i) { return out[first + i] == e.sum[i] + own[first + i]; });
+    const size_t nans = wrong_and([&](size_t i) { return std::isnan(out[first + i]); });
+    if (own_input == wrong.count && n % size_t(gpus) != 0 && wrong.contiguous_at_edge(slice.begin, slice.end))
+      return where + ", and each still holds " + gpu_name(g) + "'s own input: they were never reduced. " +
+             slicing_rule(n, gpus);
+    if (own_input == wrong.count)
+      return where + ", and each still holds " + gpu_name(g) + "'s own input: they were never reduced (the sum "
+             "never reached them, or was not finished when the work on `stream` was: " + unordered_hint + ")";
+    if (doubled == wrong.count)
+      return where + ", and each holds the sum plus " + gpu_name(g) + "'s own value again: the owner's own "
+             "values were added to a buffer that already held them (start from them and add only the other GPUs')";
+    if (nans > 0)
+      return where + "; " + std::to_string(nans) + " are NaN: uninitialised memory was added in (a scratch buffer "
+             "read before it was filled, or sized for an earlier, smaller n)";
+    return where + ": a peer's values were read before the peer finished writing them, or summed at the wrong "
+           "position (hint: every read of another GPU's memory must follow that GPU's writes through an event "
+           "recorded on its stream and cudaStreamWaitEvent; a ring of g - 1 steps needs one after each step)";
+  }
+  return "";
+}
+
+// ring_allgather: slice K of every GPU holds GPU K's slice K, bit for bit.
+std::string check_allgather(const GpuArrays& inputs, const std::vector<std::vector<float>>& actual, size_t first,
+                            size_t n) {
+  if (std::string outside = check_outside(inputs, actual, first, n); !outside.empty()) return outside;
+  const int gpus = int(inputs.size());
+  const auto same_bits = [](float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; };
+  // The GPU whose input element i of `value` is, other than `except`; -1 when none.
+  const auto input_of = [&](size_t i, float value, int except) {
+    for (int h = 0; h < gpus; ++h)
+      if (h != except && same_bits(inputs[size_t(h)][first + i], value)) return h;
+    return -1;
+  };
+  for (int j = 0; j < gpus; ++j)
+    for (int k = 0; k < gpus; ++k) {
+      const Slice slice = slice_of(k, gpus, n);
+      const auto& out = actual[size_t(j)];
+      const auto& source = inputs[size_t(k)];
+      const auto is_wrong = [&](size_t i) { return !same_bits(out[first + i], source[first + i]); };
+      const WrongRange wrong = wrong_in(slice.begin, slice.end, is_wrong);
+      if (wrong.count == 0) continue;
+      const std::string where = gpu_name(j) + ", slice " + std::to_string(k) + ": " + wrong.where(slice.begin, slice.end);
+      const bool at_edge = n % size_t(gpus) != 0 && wrong.contiguous_at_edge(slice.begin, slice.end);
+      const int other = input_of(wrong.first, out[first + wrong.first], k);
+      const size_t from_other = count_in(slice.begin, slice.end, [&](size_t i) {
+        return is_wrong(i) && other >= 0 && same_bits(out[first + i], inputs[size_t(other)][first + i]);
+      });
+      if (j == k && other >= 0 && from_other == wrong.count)
+        return where + " of its own slice, overwritten with " + gpu_name(other) + "'s values: a part copied from " +
+               gpu_name(other) + " reached into " + gpu_name(j) + "'s own slice. " + slicing_rule(n, gpus);
+      if (other == j && from_other == wrong.count && at_edge)
+        return where + ", and each still holds " + gpu_name(j) + "'s own input: they were never copied from " +
+               gpu_name(k) + ". " + slicing_rule(n, gpus);
+      if (other == j && from_other == wrong.count)
+        return where + ", and each still holds " + gpu_name(j) + "'s own input: " + gpu_name(k) +
+               "'s slice never reached them, or its copy was not finished when the work on `stream` was: " +
+               unordered_hint;
+      if (other >= 0 && from_other == wrong.count)
+        return where + ", and each holds " + gpu_name(other) + "'s input there instead of " + gpu_name(k) +
+               "'s: slice " + std::to_string(k) + " was copied from the wrong GPU, or a copied part crossed a "
+               "slice boundary. " + slicing_rule(n, gpus);
+      return where + ": they hold no GPU's input there (a copy at the wrong position, or from memory not yet "
+             "written)";
+    }
+  return "";
+}
+
 // Names the likely cause of a CUDA error in the student's process.
 std::string explain_cuda_error(const labkit::CudaError& error, int call) {
   const std::string what = error.what();
@@ -235,12 +410,21 @@ std::string explain_cuda_error(const labkit::CudaError& error, int call) {
   return what;
 }
 
-// With --export (grade export), each GPU's input of the first call and the expected sum.
+// With --export (grade export), each GPU's input of the first call and the expected sum (for an
+// all-gather, the expected array).
 void export_inputs(const Case& c, const GpuArrays& inputs, const Expected& expected, size_t offset) {
   for (size_t g = 0; g < inputs.size(); ++g)
     labkit::export_array(c, "input_gpu" + std::to_string(g),
                          std::vector<float>(inputs[g].begin() + long(offset), inputs[g].begin() + long(offset + c.n)));
-  labkit::export_array(c, "expected_sum", expected.sum);
+  if (collective_of(c) != Collective::allgather) return labkit::export_array(c, "expected_sum", expected.sum);
+  // An all-gather's result: slice K from GPU K.
+  std::vector<float> gathered(c.n);
+  const int gpus = int(inputs.size());
+  for (int k = 0; k < gpus; ++k) {
+    const Slice slice = slice_of(k, gpus, c.n);
+    for (size_t i = slice.begin; i < slice.end; ++i) gathered[i] = inputs[size_t(k)][offset + i];
+  }
+  labkit::export_array(c, "expected_gathered", gathered);
 }
 
 // With --export, the inputs of the case's first call and their sum.
@@ -251,7 +435,19 @@ void export_first_call(const Case& c) {
   export_inputs(c, inputs, expected_sum(inputs, offset, c.n, exact_case(c)), offset);
 }
 
-// Runs the case's two calls through `call`, which reduces every GPU's buffer in place and
+// The verdict on one call of the case's collective: "" when right.
+std::string check_call(const Case& c, const GpuArrays& inputs, const std::vector<std::vector<float>>& actual,
+                       const Expected& expected, size_t first, bool mpi) {
+  switch (collective_of(c)) {
+    case Collective::reduce_scatter: return check_reduce_scatter(inputs, actual, expected, first, c.n);
+    case Collective::allgather: return check_allgather(inputs, actual, first, c.n);
+    case Collective::reduce_scatter_then_allgather:  // the all-reduce
+    case Collective::allreduce: break;
+  }
+  return check_result(inputs, actual, expected, first, c.n, mpi);
+}
+
+// Runs the case's two calls through `call`, which works on every GPU's buffer in place and
 // returns when all of them are done; "" when both are right. `mpi`: part 2's wording.
 std::string run_two_calls(const Case& c, const std::function<void(GpuBuffers&)>& call, bool mpi) {
   const int gpus = gpus_for(c);
@@ -274,7 +470,7 @@ std::string run_two_calls(const Case& c, const std::function<void(GpuBuffers&)>&
 
     std::vector<std::vector<float>> actual;
     for (int g = 0; g < gpus; ++g) actual.push_back(buffers.buffers[size_t(g)].download());
-    const std::string problem = check_result(inputs, actual, expected, offset, c.n, mpi);
+    const std::string problem = check_call(c, inputs, actual, expected, offset, mpi);
     if (!problem.empty())
       return round == 0 ? problem
                         : "the first call was right, the second (new inputs in the same buffers) was not: " +
@@ -286,6 +482,21 @@ std::string run_two_calls(const Case& c, const std::function<void(GpuBuffers&)>&
 std::string run_calls(const Case& c) {
   return run_two_calls(c, [&](GpuBuffers& buffers) {
     call_allreduce(labkit::student<decltype(ring_allreduce)>("ring_allreduce"), buffers, nullptr);
+    labkit::synchronize_all_devices();
+  }, false);
+}
+
+// Part 3's calls: one of the two functions, or both one after the other, which must give the
+// all-reduce. (Your process waits for every GPU after each call, so this checks that the two
+// agree on the slices and on what they keep between calls; the ordering between them that the
+// contract asks for is what part 1's checks see when ring_allreduce calls the two itself.)
+std::string run_collective_calls(const Case& c) {
+  return run_two_calls(c, [&](GpuBuffers& buffers) {
+    const Collective kind = collective_of(c);
+    if (kind != Collective::allgather)
+      call_allreduce(labkit::student<decltype(ring_reduce_scatter)>("ring_reduce_scatter"), buffers, nullptr);
+    if (kind != Collective::reduce_scatter)
+      call_allreduce(labkit::student<decltype(ring_allgather)>("ring_allgather"), buffers, nullptr);
     labkit::synchronize_all_devices();
   }, false);
 }
@@ -349,9 +560,37 @@ struct WrongOnSomeGpu {
   }
 };
 
+// Element i of a reduce-scatter is wrong: the GPU whose slice holds i lacks the sum there.
+struct WrongInOwnersSlice {
+  const float* drawn[allreduce_max_gpus];
+  const float* actual[allreduce_max_gpus];
+  int gpus;
+  bool exact;
+  size_t per;  // the slices' length, ceil(n / gpus)
+  __device__ bool operator()(size_t i) const {
+    const ExpectedElement e = expected_element(gpus, exact, [this, i](int g) { return drawn[g][i]; });
+    return !element_right(e, exact, actual[i / per][i]);
+  }
+};
+
+// Element i of an all-gather is wrong on some GPU: it lacks the bits of the slice owner's input.
+struct WrongGathered {
+  const float* drawn[allreduce_max_gpus];
+  const float* actual[allreduce_max_gpus];
+  int gpus;
+  size_t per;
+  __device__ bool operator()(size_t i) const {
+    const unsigned expected = __float_as_uint(drawn[i / per][i]);
+    for (int g = 0; g < gpus; ++g)
+      if (__float_as_uint(actual[g][i]) != expected) return true;
+    return false;
+  }
+};
+
 // A timed call's buffers: one array per GPU, on that GPU, drawn afresh for every call.
 struct PerfInputs {
-  PerfInputs(const Case& c, int gpus) : c(c), n(c.n), exact(exact_case(c)), seeds(size_t(gpus)) {
+  PerfInputs(const Case& c, int gpus)
+      : c(c), n(c.n), exact(exact_case(c)), collective(collective_of(c)), seeds(size_t(gpus)) {
     for (int g = 0; g < gpus; ++g)
       arrays.push_back(std::make_unique<labkit::FreshInput<float>>(
           n,
@@ -389,6 +628,7 @@ struct PerfInputs {
   const Case& c;
   size_t n;
   bool exact;
+  Collective collective;
   std::vector<uint64_t> seeds;  // of each GPU's latest draw
   std::vector<std::unique_ptr<labkit::FreshInput<float>>> arrays;
 
@@ -402,14 +642,37 @@ private:
     return true;
   }
 
-  size_t count_wrong_on_gpu0() const {
-    WrongOnSomeGpu wrong{{}, {}, gpus(), exact};
+  template <class Wrong>
+  size_t count_wrong_on_gpu0(Wrong wrong) const {
     for (int g = 0; g < gpus(); ++g) {
       wrong.drawn[g] = arrays[size_t(g)]->drawn();
       wrong.actual[g] = arrays[size_t(g)]->collected_data();
     }
     const labkit::DeviceScope on_gpu0(0);
     return labkit::count_wrong_on_device(n, wrong);
+  }
+
+  size_t count_wrong_on_gpu0() const {
+    const size_t per = std::max<size_t>(slice_length(n, gpus()), 1);
+    switch (collective) {
+      case Collective::reduce_scatter: return count_wrong_on_gpu0(WrongInOwnersSlice{{}, {}, gpus(), exact, per});
+      case Collective::allgather: return count_wrong_on_gpu0(WrongGathered{{}, {}, gpus(), per});
+      default: return count_wrong_on_gpu0(WrongOnSomeGpu{{}, {}, gpus(), exact});
+    }
+  }
+
+  // Whether element i of GPU g's collected array is wrong, on the host.
+  bool wrong_on_host(const std::vector<DrawnArray>& drawn, const std::vector<std::vector<float>>& actual, size_t g,
+                     size_t i) const {
+    const size_t owner = i / std::max<size_t>(slice_length(n, gpus()), 1);
+    if (collective == Collective::allgather) {
+      const float expected = drawn[owner](i);
+      return std::memcmp(&actual[g][i], &expected, sizeof(float)) != 0;
+    }
+    if (collective == Collective::reduce_scatter && g != owner) return false;  // not checked
+    const ExpectedElement e = expected_element(gpus(), exact, [&](int h) { return drawn[size_t(h)](i); });
+    return !element_right(e, exact, actual[g][i]) ||
+           (collective != Collective::reduce_scatter && std::memcmp(&actual[g][i], &actual[0][i], sizeof(float)) != 0);
   }
 
   std::string check_on_host() const {
@@ -420,22 +683,20 @@ private:
     std::vector<std::atomic<size_t>> wrong(arrays.size());
     labkit::parallel_chunks(n, [&](size_t begin, size_t end) {
       std::vector<size_t> local(arrays.size(), 0);
-      for (size_t i = begin; i < end; ++i) {
-        const ExpectedElement e = expected_element(gpus(), exact, [&](int g) { return drawn[size_t(g)](i); });
-        for (size_t g = 0; g < actual.size(); ++g)
-          local[g] += !element_right(e, exact, actual[g][i]) ||
-                      std::memcmp(&actual[g][i], &actual[0][i], sizeof(float)) != 0;
-      }
+      for (size_t i = begin; i < end; ++i)
+        for (size_t g = 0; g < actual.size(); ++g) local[g] += wrong_on_host(drawn, actual, g, i) ? 1 : 0;
       for (size_t g = 0; g < local.size(); ++g) wrong[g] += local[g];
     });
     for (int g = 0; g < gpus(); ++g)
       if (wrong[size_t(g)] > 0)
         return gpu_name(g) + ": " + std::to_string(wrong[size_t(g)].load()) + " of " + std::to_string(n) +
-               " elements are wrong or differ from GPU 0's";
+               (collective == Collective::allreduce ? " elements are wrong or differ from GPU 0's"
+                                                    : " elements are wrong (of those the contract checks)");
     return "";
   }
 };
 
+// The timed call of `fn`: ring_allreduce, or one of part 3's functions (the same arguments).
 labkit::PerfSubject perf_subject(labkit::Function<decltype(ring_allreduce)> fn, PerfInputs& inputs) {
   return {inputs.timed_call([fn, &inputs](cudaStream_t stream) {
             fn(inputs.data(0), inputs.data(1), inputs.data(2), inputs.data(3), inputs.data(4), inputs.data(5),
@@ -444,8 +705,12 @@ labkit::PerfSubject perf_subject(labkit::Function<decltype(ring_allreduce)> fn, 
           [&inputs] { return inputs.check(); }};
 }
 
-// NCCL's bus bandwidth convention: each GPU must send and receive 2(g-1)/g of the array.
-double bus_bytes(size_t n, int gpus) { return 2.0 * (gpus - 1) / gpus * double(n) * sizeof(float); }
+// NCCL's bus bandwidth convention: each GPU must send and receive 2(g-1)/g of the array for an
+// all-reduce, (g-1)/g for a reduce-scatter or an all-gather.
+double bus_bytes(size_t n, int gpus, Collective collective = Collective::allreduce) {
+  const double share = collective == Collective::reduce_scatter || collective == Collective::allgather ? 1.0 : 2.0;
+  return share * (gpus - 1) / gpus * double(n) * sizeof(float);
+}
 
 // ---- part 2: mpi_allreduce, one process per GPU under mpirun --------------------------------
 
@@ -523,8 +788,11 @@ labkit::PerfHint mpi_hint(double bytes) {
                             "MPI_Bcast, then ncclCommInitRank once) and let NCCL move the data GPU to GPU");
 }
 
+// Part 3's cases (ring_reduce_scatter, ring_allgather).
+bool collective_case(const Case& c) { return c.has("collective"); }
+
 // Part 1's cases; part 2's (mpi_allreduce, one process per GPU) are labkit::runs_in_mpi_ranks.
-bool ring_case(const Case& c) { return !labkit::runs_in_mpi_ranks(c); }
+bool ring_case(const Case& c) { return !labkit::runs_in_mpi_ranks(c) && !collective_case(c); }
 
 // Part 1's advice for a slow call, from its bus bandwidth: below what NVLink between two
 // GPUs gives many times over, the algorithm is the limit, and the starter's serial design is
@@ -547,6 +815,18 @@ labkit::PerfHint ring_hint(double bytes) {
                             "link busy in both directions");
 }
 
+// Part 3's advice for a slow call, as part 1's: below 120 GB/s of bus bandwidth ((g-1)/g of
+// the array per GPU) at 256 MiB, the copies one after another are the limit, not the link.
+labkit::PerfHint collective_hint(double bytes) {
+  return bus_bandwidth_hint(bytes, 120, 0,
+                            ": the copies, not the link, limit it. Synchronous cudaMemcpyPeer copies run on the "
+                            "legacy default stream, each serialised with all work on both GPUs, so the GPUs take "
+                            "turns and one direction of one link is busy at a time; a cudaMalloc, a cudaFree or a "
+                            "cudaDeviceSynchronize per call adds to it. Let every GPU read its peers' slices from "
+                            "a kernel over NVLink (or copy them with cudaMemcpyPeerAsync on streams of your own), "
+                            "all GPUs at once, with streams and events kept between calls");
+}
+
 }  // namespace
 
 TEST_SUITE("correctness") {
@@ -557,6 +837,15 @@ TEST_SUITE("correctness") {
           labkit::verdict(c, problem.empty(), problem);
         },
         ring_case);
+  }
+
+  TEST_CASE("ring_reduce_scatter and ring_allgather move the contract's slices") {
+    labkit::for_each_correctness_case(
+        [](const Case& c) {
+          const std::string problem = run_collective_calls(c);
+          labkit::verdict(c, problem.empty(), problem);
+        },
+        collective_case);
   }
 
   TEST_CASE("mpi_allreduce, one process per GPU, leaves the sum on every GPU") {
@@ -586,6 +875,22 @@ TEST_SUITE("performance") {
               /*library=*/{}, ring_hint(bytes));
         },
         ring_case);
+  }
+
+  TEST_CASE("ring_reduce_scatter and ring_allgather bus bandwidth against the reference") {
+    labkit::for_each_timed_case(
+        [](const Case& c) {
+          PerfInputs inputs(c, gpus_for(c));
+          const double bytes = bus_bytes(c.n, inputs.gpus(), inputs.collective);
+          const bool scatter = inputs.collective == Collective::reduce_scatter;
+          if (!scatter && inputs.collective != Collective::allgather)
+            throw std::invalid_argument("case " + c.name + ": a timed case of part 3 is one of its two functions");
+          const char* name = scatter ? "ring_reduce_scatter" : "ring_allgather";
+          labkit::measure_performance(c, bytes, perf_subject(labkit::student<decltype(ring_allreduce)>(name), inputs),
+                                      perf_subject(labkit::reference<decltype(ring_allreduce)>(name), inputs),
+                                      /*library=*/{}, collective_hint(bytes));
+        },
+        collective_case);
   }
 
   TEST_CASE("mpi_allreduce bus bandwidth against the reference, one process per GPU") {
