@@ -210,7 +210,7 @@ void define_grading_options(CLI::App& app, CommandLine& line) {
       ->check(at_least(1));
   app.add_option("--runs-per-gpu", line.runs_per_gpu,
                  "with --submissions: labs checked at once on each GPU (default: one per 12 GiB of GPU memory, "
-                 "at most 6; timing always has the GPU alone)")
+                 "at most 6; timing always has the GPU alone, and a lab waiting to time gives its place to the next)")
       ->check(at_least(1));
   app.add_option("--secret-file", line.secret_file,
                  "instructor secret mixed into every seed (or set LABKIT_SECRET); a batch without one warns, "
