@@ -11,6 +11,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -260,7 +261,7 @@ std::string all_tiers_block(const std::string& source_root, const std::vector<La
 
 // ---- Markers
 
-const std::regex open_marker(R"(<!-- labkit:([a-z-]+)( [A-Za-z0-9_-]+)? -->)");
+const std::regex open_marker(R"(<!-- labkit:([a-z-]+)( [A-Za-z0-9_-]+)?( [A-Za-z0-9_,-]+)? -->)");
 
 std::string close_marker(const std::string& kind) { return "<!-- /labkit:" + kind + " -->"; }
 
@@ -283,35 +284,65 @@ std::string bench_block(const std::string& source_root, const LabSpec& lab) {
          "\n\n```text\n" + output + (output.empty() || output.back() == '\n' ? "" : "\n") + "```";
 }
 
+namespace {
+
+// Whether `name` starts with one of the comma-separated `prefixes` (all do when there are none).
+bool named_by(const std::string& name, const std::string& prefixes) {
+  if (prefixes.empty()) return true;
+  std::istringstream list(prefixes);
+  for (std::string prefix; std::getline(list, prefix, ',');)
+    if (!prefix.empty() && name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 // Lab NN's timed cases as its lab.yaml scores them: the one home of their points and ratios.
-std::string rubric_block(const LabSpec& lab) {
-  double speed_points = 0;
-  for (const PerformanceRubric& timed : lab.performance) speed_points += timed.points;
-  std::string table = folded("As `labs/" + lab.dir + "/lab.yaml` scores them: " + points_figure(speed_points) +
-                             " points for speed, " + points_figure(lab.correctness_points) +
-                             " for correctness.") +
+// `case_prefixes` keeps the cases named so (a part's own table); empty, every case.
+std::string rubric_block(const LabSpec& lab, const std::string& case_prefixes) {
+  double speed_points = 0, shown_points = 0;
+  std::vector<const PerformanceRubric*> shown;
+  for (const PerformanceRubric& timed : lab.performance) {
+    speed_points += timed.points;
+    if (named_by(timed.case_name, case_prefixes)) shown.push_back(&timed), shown_points += timed.points;
+  }
+  if (shown.empty()) throw BadInput("lab " + lab.id + " has no timed case named " + case_prefixes);
+  const std::string yaml = "`labs/" + lab.dir + "/lab.yaml`";
+  const std::string intro =
+      case_prefixes.empty()
+          ? "As " + yaml + " scores them: " + points_figure(speed_points) + " points for speed, " +
+                points_figure(lab.correctness_points) + " for correctness."
+          : "As " + yaml + " scores them: " + points_figure(shown_points) + " of the lab's " +
+                points_figure(speed_points) + " points for speed.";
+  std::string table = folded(intro) +
                       "\n\n| case | what it times | points | no points at or below | full points from | "
                       "doublings of speed between |\n|---|---|---:|---:|---:|---:|";
-  for (const PerformanceRubric& timed : lab.performance)
+  for (const PerformanceRubric* shown_case : shown) {
+    const PerformanceRubric& timed = *shown_case;
     table += "\n| `" + timed.case_name + "` | " + timed.about + " | " + points_figure(timed.points) + " | " +
              format("%g", timed.zero_credit_ratio) + " | " + format("%g", timed.full_credit_ratio) + " | " +
              format("%.1f", std::log2(timed.full_credit_ratio / timed.zero_credit_ratio)) + " |";
+  }
   return table;
 }
 
 std::string render_block(const std::string& source_root, const std::vector<LabSpec>& catalog,
                          const std::string& block) {
   const std::size_t space = block.find(' ');
-  const std::string kind = block.substr(0, space), argument = space == std::string::npos ? "" : block.substr(space + 1);
+  const std::string kind = block.substr(0, space);
+  std::string argument = space == std::string::npos ? "" : block.substr(space + 1), filter;
+  if (const std::size_t second = argument.find(' '); second != std::string::npos)
+    filter = argument.substr(second + 1), argument = argument.substr(0, second);
+  if (!filter.empty() && kind != "rubric") throw BadInput("only a rubric block takes case names: `" + block + "`");
   if (kind == "tiers" && argument == "all") return all_tiers_block(source_root, catalog);
   if (kind == "tiers" || kind == "bench" || kind == "rubric")
     for (const LabSpec& lab : catalog)
       if (lab.id == argument) {
-        if (kind == "rubric") return rubric_block(lab);
+        if (kind == "rubric") return rubric_block(lab, filter);
         return kind == "tiers" ? lab_tiers_block(source_root, lab) : bench_block(source_root, lab);
       }
   throw BadInput("no such block: `" + block +
-                 "` (the kit renders `tiers NN`, `bench NN` and `rubric NN` for a lab, and `tiers all`)");
+                 "` (the kit renders `tiers NN`, `bench NN` and `rubric NN [CASE-PREFIX,...]` for a lab, and `tiers all`)");
 }
 
 Refreshed refresh_text(const std::string& text, const std::function<std::string(const std::string&)>& render) {
@@ -329,7 +360,7 @@ Refreshed refresh_text(const std::string& text, const std::function<std::string(
       out += lines[i] + (i + 1 < lines.size() || ends_in_newline ? "\n" : "");
       continue;
     }
-    const std::string kind = open[1].str(), name = kind + open[2].str();
+    const std::string kind = open[1].str(), name = kind + open[2].str() + open[3].str();
     std::size_t close = i + 1;
     std::string old_content;
     for (; close < lines.size() && trimmed(lines[close]) != close_marker(kind); ++close) {

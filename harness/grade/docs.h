@@ -38,8 +38,10 @@ inline constexpr const char* record_benchmarks_command = "grading/tools/record-b
 // to the kit's root; a lab or version it leaves out gets a plain name.
 inline constexpr const char* version_names_file = policy::versions_file;
 
-// A block's text, between its markers: "tiers 01", "tiers all". Throws BadInput naming the
-// block when the kit renders no such block.
+// A block's text, between its markers: "tiers 01", "tiers all", "bench 01", "rubric 01", or
+// "rubric 13 mpi-" (only the timed cases whose names start so: one part's table; several
+// prefixes are separated by commas). Throws BadInput naming the block when the kit renders no
+// such block.
 std::string render_block(const std::string& source_root, const std::vector<LabSpec>& catalog,
                          const std::string& block);
 

@@ -87,6 +87,24 @@ TEST_SUITE("docs") {
     CHECK(block.find("lab.yaml") != std::string::npos);
   }
 
+  TEST_CASE("a part's rubric block keeps the timed cases its prefixes name, and no other") {
+    const auto catalog = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
+    const grade::LabSpec& lab = *std::find_if(catalog.begin(), catalog.end(), [](const grade::LabSpec& l) {
+      return l.id == "13";
+    });
+    const std::string block = grade::docs::render_block(LABKIT_TEST_SOURCE_ROOT, catalog, "rubric 13 mpi-");
+    for (const grade::PerformanceRubric& timed : lab.performance) {
+      CAPTURE(timed.case_name);
+      const bool listed = block.find("| `" + timed.case_name + "` |") != std::string::npos;
+      CHECK(listed == (timed.case_name.rfind("mpi-", 0) == 0));
+    }
+    CHECK(grade::docs::render_block(LABKIT_TEST_SOURCE_ROOT, catalog, "rubric 13 reduce-scatter-,allgather-")
+              .find("`allgather-256MiB`") != std::string::npos);
+    CHECK_THROWS_AS(grade::docs::render_block(LABKIT_TEST_SOURCE_ROOT, catalog, "rubric 13 nothing-"),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(grade::docs::render_block(LABKIT_TEST_SOURCE_ROOT, catalog, "tiers 13 mpi-"), std::invalid_argument);
+  }
+
   TEST_CASE("a block the kit does not render is named") {
     const auto catalog = grade::load_catalog(LABKIT_TEST_SOURCE_ROOT);
     CHECK_THROWS_WITH_AS(grade::docs::render_block(LABKIT_TEST_SOURCE_ROOT, catalog, "tiers 99"),
