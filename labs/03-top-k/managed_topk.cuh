@@ -7,6 +7,7 @@
 #include "topk.h"
 
 #include <labkit/cuda_check.h>
+#include <labkit/managed_memory.h>
 
 using TopkFunction = void (*)(const int32_t*, size_t, int, int32_t*, cudaStream_t);
 
@@ -18,15 +19,6 @@ inline void copy_then_topk(TopkFunction topk_fn, const int32_t* managed_in, int3
   topk_fn(d_copy, n, k, d_out, stream);
 }
 
-// The location of `device`'s memory, or of the host's (device = cudaCpuDeviceId), for the
-// prefetch and advice calls of the CUDA 13 runtime, which take a cudaMemLocation.
-inline cudaMemLocation memory_location(int device) {
-  cudaMemLocation location{};
-  location.type = device == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
-  location.id = device == cudaCpuDeviceId ? 0 : device;
-  return location;
-}
-
 inline int current_device_ordinal() {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
@@ -35,18 +27,11 @@ inline int current_device_ordinal() {
 
 // cudaMemPrefetchAsync of the whole input to the current device, on `stream`.
 inline void prefetch_to_gpu(const int32_t* managed_in, size_t n, cudaStream_t stream) {
-#if CUDART_VERSION >= 13000
-  CUDA_CHECK(cudaMemPrefetchAsync(managed_in, n * sizeof(int32_t), memory_location(current_device_ordinal()), 0, stream));
-#else
-  CUDA_CHECK(cudaMemPrefetchAsync(managed_in, n * sizeof(int32_t), current_device_ordinal(), stream));
-#endif
+  CUDA_CHECK(cudaMemPrefetchAsync(managed_in, n * sizeof(int32_t), labkit::memory_location(current_device_ordinal()), 0,
+                                  stream));
 }
 
 // cudaMemAdvise(advice) of the whole input for the current device.
 inline void advise_for_gpu(const int32_t* managed_in, size_t n, cudaMemoryAdvise advice) {
-#if CUDART_VERSION >= 13000
-  CUDA_CHECK(cudaMemAdvise(managed_in, n * sizeof(int32_t), advice, memory_location(current_device_ordinal())));
-#else
-  CUDA_CHECK(cudaMemAdvise(managed_in, n * sizeof(int32_t), advice, current_device_ordinal()));
-#endif
+  CUDA_CHECK(cudaMemAdvise(managed_in, n * sizeof(int32_t), advice, labkit::memory_location(current_device_ordinal())));
 }

@@ -14,14 +14,10 @@ namespace {
 
 // Asynchronously migrates [data, data + bytes) to `device`'s memory, ordered on `stream`.
 cudaError_t prefetch_to_device(const void* data, size_t bytes, int device, cudaStream_t stream) {
-#if CUDART_VERSION >= 13000
   cudaMemLocation location{};
   location.type = cudaMemLocationTypeDevice;
   location.id = device;
   return cudaMemPrefetchAsync(data, bytes, location, 0, stream);
-#else
-  return cudaMemPrefetchAsync(data, bytes, device, stream);
-#endif
 }
 
 }  // namespace

@@ -25,6 +25,15 @@
 
 namespace labkit {
 
+// The location of `device`'s memory, or of the host's (device = cudaCpuDeviceId), as the
+// prefetch and advice calls of the CUDA 13 runtime take it.
+inline cudaMemLocation memory_location(int device) {
+  cudaMemLocation location{};
+  location.type = device == cudaCpuDeviceId ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
+  location.id = device == cudaCpuDeviceId ? 0 : device;
+  return location;
+}
+
 class ManagedMirror {
 public:
   explicit ManagedMirror(std::size_t bytes) : bytes_(bytes > 0 ? bytes : 1) {}

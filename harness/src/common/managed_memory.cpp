@@ -15,28 +15,15 @@ ManagedMirror::~ManagedMirror() {
 
 namespace {
 
-cudaMemLocation host_location() {
-  cudaMemLocation location{};
-  location.type = cudaMemLocationTypeHost;
-  return location;
-}
-
-cudaMemLocation device_location(int device) {
-  cudaMemLocation location{};
-  location.type = cudaMemLocationTypeDevice;
-  location.id = device;
-  return location;
-}
-
 // Undoes every advice a call can leave on the range; an advice never given is no error.
 void unset_advice(void* data, std::size_t bytes) {
-  CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetReadMostly, host_location()));
-  CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetPreferredLocation, host_location()));
-  CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetAccessedBy, host_location()));
+  CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetReadMostly, memory_location(cudaCpuDeviceId)));
+  CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetPreferredLocation, memory_location(cudaCpuDeviceId)));
+  CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetAccessedBy, memory_location(cudaCpuDeviceId)));
   int devices = 0;
   CUDA_CHECK(cudaGetDeviceCount(&devices));
   for (int device = 0; device < devices; ++device)
-    CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetAccessedBy, device_location(device)));
+    CUDA_CHECK(cudaMemAdvise(data, bytes, cudaMemAdviseUnsetAccessedBy, memory_location(device)));
 }
 
 }  // namespace
@@ -50,7 +37,7 @@ void ManagedMirror::reset() {
     // opens. Freeing and allocating anew would leave the driver tearing down the GPU's
     // mappings while the next window's copy runs, milliseconds of noise in that window.
     unset_advice(data_, bytes_);
-    CUDA_CHECK(cudaMemPrefetchAsync(data_, bytes_, host_location(), 0, nullptr));
+    CUDA_CHECK(cudaMemPrefetchAsync(data_, bytes_, memory_location(cudaCpuDeviceId), 0, nullptr));
     CUDA_CHECK(cudaDeviceSynchronize());
   }
   // The CPU writes every page, so every page is in host memory: none is a shared zero page
