@@ -206,7 +206,11 @@ std::string build_line(const LabResult& result) {
   return "compiled, but " + result.build_log.substr(0, result.build_log.find(" ("));
 }
 
-std::string outcome_line(const LabResult& r) { return to_string(r.status) + ", " + points_line(r); }
+// A lab not handed in reads as the gradebook names it, not as the "missing files" of a lab
+// whose folder lacks one of several files.
+std::string outcome_line(const LabResult& r, const LabSpec& lab) {
+  return (not_handed_in(r, lab) ? std::string("not handed in") : to_string(r.status)) + ", " + points_line(r);
+}
 
 }  // namespace
 
@@ -331,7 +335,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
     for (std::size_t i; (i = next_build++) < slots.size();) {
       Slot& slot = slots[i];
       if (slot.done) {
-        progress.finish(label(slot), outcome_line(slot.result), true);
+        progress.finish(label(slot), outcome_line(slot.result, *slot.job.lab), true);
         continue;
       }
       if (options.reuse_saved && load_saved(slot)) {
@@ -341,7 +345,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       }
       progress.begin(label(slot) + " build");
       const bool built = build_lab(slot.job, toolchain, slot.result);
-      progress.finish(label(slot) + " build", built ? build_line(slot.result) : outcome_line(slot.result), !built);
+      progress.finish(label(slot) + " build", built ? build_line(slot.result) : outcome_line(slot.result, *slot.job.lab), !built);
       ++graded_count;
       if (built) {
         (needs_several(slot) ? several_gpu_queue : run_queue).push(i);
@@ -372,7 +376,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
       run_count += slot.result.status != LabStatus::not_run;  // without a GPU nothing ran
       save(slot);
       slot.done = true;
-      progress.finish(what, outcome_line(slot.result), true);
+      progress.finish(what, outcome_line(slot.result, *slot.job.lab), true);
     }
   };
 
