@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <memory>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>

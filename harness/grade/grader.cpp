@@ -14,9 +14,9 @@
 #include "score.h"
 
 #include <filesystem>
-#include <variant>
-#include <sstream>
 #include <iostream>
+#include <sstream>
+#include <variant>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
