@@ -313,7 +313,8 @@ std::string rubric_block(const LabSpec& lab, const std::string& case_prefixes) {
           ? "As " + yaml + " scores them: " + points_figure(speed_points) + " points for speed, " +
                 points_figure(lab.correctness_points) + " for correctness."
           : "As " + yaml + " scores them: " + points_figure(shown_points) + " of the lab's " +
-                points_figure(speed_points) + " points for speed.";
+                points_figure(speed_points) + " points for speed (and " + points_figure(lab.correctness_points) +
+                " for correctness, shared equally by the correctness cases of every part).";
   std::string table = folded(intro) +
                       "\n\n| case | what it times | points | no points at or below | full points from | "
                       "doublings of speed between |\n|---|---|---:|---:|---:|---:|";
