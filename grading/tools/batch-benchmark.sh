@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The class-grading benchmark: a synthetic class (grading/tools/make-class.py: per student and lab,
 # the reference, the chapter version, the starter or a red-team entry) graded with performance
-# on, once per pass, each pass --fresh. Prints each pass's batch rate and, after two passes,
-# the verdicts that flipped between them (grading/tools/compare-verdicts.py).
+# on, once per pass, each pass --fresh. Prints each pass's batch rate, where its time went on
+# each GPU (grading/tools/pass-timeline.py) and, after two passes, the verdicts that flipped
+# between them (grading/tools/compare-verdicts.py).
 #   [STUDENTS=12|corpus] [LABS="01 02"] bash grading/tools/batch-benchmark.sh [GRADE] [PASSES]
 # STUDENTS=corpus grades the red-team class instead (make-class.py --corpus): mostly entries
 # that fail before timing, so its rate is far above a class of working submissions'.
@@ -32,6 +33,9 @@ for pass in "${passes[@]}"; do
   # shellcheck disable=SC2086 # GRADE_OPTIONS is a list of words
   "$grade" "${which[@]}" --submissions "$class" --fresh --out "$out/$pass" ${GRADE_OPTIONS:-} >"$out/$pass.log" 2>&1
   grep -E "batch rate|lab-submissions graded" "$out/$pass.log"
+  # The runners' logs are in the batch's work folder, named after the --out folder.
+  work=$(ls -td "$(dirname "$(dirname "$(dirname "$grader")")")/grade/batch/$pass"-* 2>/dev/null | head -1)
+  [[ -n "$work" ]] && python3 "$root/grading/tools/pass-timeline.py" "$out/$pass.log" "$work"
 done
 if (( ${#passes[@]} == 2 )); then
   python3 "$root/grading/tools/compare-verdicts.py" "$out/${passes[0]}/students" "$out/${passes[1]}/students"
