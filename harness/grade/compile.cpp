@@ -117,7 +117,36 @@ std::string missing_functions(const LabSpec& lab, const ModuleSources& module, c
   return joined(missing, " and ");
 }
 
-// Compiles staged files into a module the runner (or a program it starts) loads.
+// Beside a module that compiled: what it was compiled from (module_inputs).
+fs::path inputs_marker(const fs::path& lab_work, const ModuleSources& module) {
+  return lab_work / (module.output + ".inputs");
+}
+
+// What a module's code depends on: the compiler (its file's size and time: a toolkit
+// installed over it changes them), the compiler's arguments, the staged files and the lab's
+// folder, which the staged files may include from (its rubric and prose aside).
+std::string module_inputs(const std::vector<std::string>& argv, const LabSpec& lab, const Toolchain& tc,
+                          const fs::path& lab_work, const ModuleSources& module) {
+  std::error_code ignored;
+  const fs::path compiler = fs::canonical(tc.nvcc, ignored);
+  std::string identity = compiler.string() + " " + std::to_string(fs::file_size(compiler, ignored)) + " " +
+                         std::to_string(fs::last_write_time(compiler, ignored).time_since_epoch().count());
+  for (const std::string& argument : argv) identity += "\n" + argument;
+  std::vector<std::string> files;
+  for (const std::string& file : module.files) files.push_back((lab_work / "src" / file).string());
+  std::vector<std::string> kit_files;
+  for (const auto& entry : fs::directory_iterator(fs::path(tc.source_root) / "labs" / lab.dir, ignored))
+    if (entry.is_regular_file() && entry.path().filename() != "lab.yaml" && entry.path().extension() != ".md")
+      kit_files.push_back(entry.path().string());
+  std::sort(kit_files.begin(), kit_files.end());
+  files.insert(files.end(), kit_files.begin(), kit_files.end());
+  return labkit::hex(labkit::hash_files(files, labkit::hash_bytes(identity)));
+}
+
+// Compiles staged files into a module the runner (or a program it starts) loads. A module
+// compiled from the same inputs before (a lab-submission graded again: --fresh, or after its
+// rubric changed) is kept instead: nvcc would write the same file, at seconds to a minute of a
+// core per module.
 bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolchain& tc, const fs::path& lab_work,
                   std::string& log) {
   const fs::path staged = lab_work / "src";
@@ -132,12 +161,18 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolcha
   if (module.output == "module.so") argv.insert(argv.end(), {"-Xlinker", "--no-undefined"});
   argv.insert(argv.end(), {"-o", (lab_work / module.output).string()});
 
-  const std::string log_name = module.output == "module.so" ? "build.log" : "build-" + module.output + ".log";
-  ChildRequest request{argv, {}, {protocol::env::secret}, (lab_work / log_name).string(), {}, false, {}};
-  const ChildOutcome outcome = run_child(request, {build_time_limit_seconds, 2 * build_time_limit_seconds});
-  log = without_grader_paths(tail(outcome.output_tail, build_log_shown_bytes), tc, lab_work);
-  if (outcome.timed_out) log = "the compiler " + outcome.describe() + "\n" + log;
-  if (outcome.exit_code != 0 || outcome.timed_out) return false;
+  const std::string inputs = module_inputs(argv, lab, tc, lab_work, module);
+  if (!(fs::exists(lab_work / module.output) && labkit::file_bytes(inputs_marker(lab_work, module).string()) == inputs)) {
+    std::error_code ignored;
+    fs::remove(inputs_marker(lab_work, module), ignored);
+    const std::string log_name = module.output == "module.so" ? "build.log" : "build-" + module.output + ".log";
+    ChildRequest request{argv, {}, {protocol::env::secret}, (lab_work / log_name).string(), {}, false, {}};
+    const ChildOutcome outcome = run_child(request, {build_time_limit_seconds, 2 * build_time_limit_seconds});
+    log = without_grader_paths(tail(outcome.output_tail, build_log_shown_bytes), tc, lab_work);
+    if (outcome.timed_out) log = "the compiler " + outcome.describe() + "\n" + log;
+    if (outcome.exit_code != 0 || outcome.timed_out) return false;
+    std::ofstream(inputs_marker(lab_work, module)) << inputs;
+  }
   if (const std::string missing = missing_functions(lab, module, tc, lab_work); !missing.empty()) {
     log = "your files compiled, but do not define " + missing +
           ", which the lab's header declares: a function renamed, never written, or an empty file?\n";
@@ -158,9 +193,9 @@ bool build_modules(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_
   for (auto module = modules.begin() + 1; module != modules.end(); ++module) {
     std::error_code ignored;
     fs::remove(failed_marker(lab_work, *module), ignored);
-    fs::remove(lab_work / module->output, ignored);
     const std::string files = joined(module->files, ", ");
     if (!fs::exists(lab_work / "src" / module->files.front())) {
+      fs::remove(lab_work / module->output, ignored);
       std::ofstream(failed_marker(lab_work, *module)) << files + " was not handed in";
       log += "note: " + files + " was not handed in: its cases score nothing\n";
       continue;

@@ -17,13 +17,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <thread>
-#include <fstream>
 
 namespace fs = std::filesystem;
 
@@ -313,6 +315,31 @@ TEST_SUITE("intake") {
     CHECK(grade::required_files(lab, dir.path / "student") == std::vector<std::string>{"allreduce.cu", "collectives.cu"});
     write(dir.path / "student" / "mpi_allreduce.cu", "ok\n");
     CHECK(grade::required_files(lab, dir.path / "student") == lab.student_files);
+  }
+
+  TEST_CASE("a module compiled from the same inputs is kept; a changed file is compiled again") {
+    TempDir dir("compiled-once");
+    // A stand-in for nvcc that counts its runs and writes the -o file.
+    const fs::path runs = dir.path / "runs";
+    const fs::path script = fake_nvcc(dir.path);
+    write(script, "#!/bin/sh\necho run >> '" + runs.string() + "'\nwhile [ $# -gt 1 ]; do shift; done\n: > \"$1\"\n");
+    fs::permissions(script, fs::perms::owner_all);
+    const grade::LabSpec& lab = histogram_lab();
+    const grade::Toolchain tc{kit_root.string(), (dir.path / "build").string(), script.string(), {}};
+    const grade::LabJob job{&lab, "alice", (dir.path / "student").string(), (dir.path / "work").string()};
+    auto compiles = [&] {
+      grade::LabResult result;
+      CHECK(grade::build_lab(job, tc, result));
+      std::ifstream counted(runs);
+      return std::count(std::istreambuf_iterator<char>(counted), std::istreambuf_iterator<char>(), '\n');
+    };
+    write(dir.path / "student" / "histogram.cu", "int x;\n");
+    CHECK(compiles() == 1);
+    CHECK(compiles() == 1);  // graded again from the same file: nvcc does not run
+    write(dir.path / "student" / "histogram.cu", "int y;\n");
+    CHECK(compiles() == 2);
+    fs::remove(dir.path / "work" / "module.so");
+    CHECK(compiles() == 3);  // nothing to keep
   }
 
   TEST_CASE("the lab's own module that does not compile fails the lab") {
