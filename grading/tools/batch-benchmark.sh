@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The class-grading benchmark: a synthetic class (grading/tools/make-class.py: per student and lab,
 # the reference, the chapter version, the starter or a red-team entry) graded with performance
-# on, once per pass, each pass --fresh. Prints each pass's batch rate, where its time went on
-# each GPU (grading/tools/pass-timeline.py) and, after two passes, the verdicts that flipped
-# between them (grading/tools/compare-verdicts.py).
+# on, once per pass, each pass --fresh into a folder of its own (so each compiles the class
+# anew). Prints each pass's batch rate, where its time went on each GPU
+# (grading/tools/pass-timeline.py) and, after two passes, the verdicts that flipped between
+# them (grading/tools/compare-verdicts.py).
 #   [STUDENTS=12|corpus] [LABS="01 02"] bash grading/tools/batch-benchmark.sh [GRADE] [PASSES]
 # STUDENTS=corpus grades the red-team class instead (make-class.py --corpus): mostly entries
 # that fail before timing, so its rate is far above a class of working submissions'.
