@@ -26,7 +26,7 @@ SampleSummary summarize(std::vector<double> samples);
 double median_standard_error(std::vector<double> samples);
 
 struct StoppingRule {
-  double target_relative_error = 0.005;  // stop once the mean is known to 0.5%...
+  double target_relative_error = 0.005;  // stop once the statistic read is known to 0.5%...
   std::size_t min_samples = 10;          // ...but never on fewer samples than this
   std::size_t max_samples = 5000;
   double max_seconds = 2.0;  // wall-clock cap for one measurement, warm-up excluded
