@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -122,24 +123,37 @@ fs::path inputs_marker(const fs::path& lab_work, const ModuleSources& module) {
   return lab_work / (module.output + ".inputs");
 }
 
+// The lab's folder, which the staged files may include from (its rubric and prose aside):
+// hashed once per lab and process, as every lab-submission of a batch asks again (from the
+// builders' several threads).
+std::uint64_t lab_folder_hash(const LabSpec& lab, const Toolchain& tc) {
+  static std::mutex mutex;
+  static std::map<std::string, std::uint64_t> hashes;
+  const std::lock_guard lock(mutex);
+  const auto known = hashes.find(lab.dir);
+  if (known != hashes.end()) return known->second;
+  std::error_code ignored;
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(fs::path(tc.source_root) / "labs" / lab.dir, ignored))
+    if (entry.is_regular_file() && entry.path().filename() != "lab.yaml" && entry.path().extension() != ".md")
+      files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return hashes[lab.dir] = labkit::hash_files(files);
+}
+
 // What a module's code depends on: the compiler (its file's size and time: a toolkit
 // installed over it changes them), the compiler's arguments, the staged files and the lab's
-// folder, which the staged files may include from (its rubric and prose aside).
+// folder.
 std::string module_inputs(const std::vector<std::string>& argv, const LabSpec& lab, const Toolchain& tc,
                           const fs::path& lab_work, const ModuleSources& module) {
   std::error_code ignored;
   const fs::path compiler = fs::canonical(tc.nvcc, ignored);
   std::string identity = compiler.string() + " " + std::to_string(fs::file_size(compiler, ignored)) + " " +
-                         std::to_string(fs::last_write_time(compiler, ignored).time_since_epoch().count());
+                         std::to_string(fs::last_write_time(compiler, ignored).time_since_epoch().count()) + " " +
+                         labkit::hex(lab_folder_hash(lab, tc));
   for (const std::string& argument : argv) identity += "\n" + argument;
   std::vector<std::string> files;
   for (const std::string& file : module.files) files.push_back((lab_work / "src" / file).string());
-  std::vector<std::string> kit_files;
-  for (const auto& entry : fs::directory_iterator(fs::path(tc.source_root) / "labs" / lab.dir, ignored))
-    if (entry.is_regular_file() && entry.path().filename() != "lab.yaml" && entry.path().extension() != ".md")
-      kit_files.push_back(entry.path().string());
-  std::sort(kit_files.begin(), kit_files.end());
-  files.insert(files.end(), kit_files.begin(), kit_files.end());
   return labkit::hex(labkit::hash_files(files, labkit::hash_bytes(identity)));
 }
 
