@@ -57,19 +57,24 @@ HostProcess& empty_call_host() {
   return *probe;
 }
 
-// One honest call of `device_ms` through a host that runs no submission (a kernel that spins
-// that long), timed the same way as the submission's (`host_clock`: the host wakes every
-// device first, as it does for the call; `managed`: the rehearsal's managed inputs, which the
-// host copies into managed memory before its kernel as the call's host copies the call's):
-// returns the device time the host reported, which the timing loop subtracts from its own
-// clock's view of the call (RoundTripProbe).
+// An empty call spins no longer than this: what it measures, the round trip's overhead, is the
+// same for any longer call, and spinning as long as a call of seconds (lab 12's) would add
+// that much again to every sample.
+constexpr double longest_empty_call_ms = 50;
+
+// One honest call of `device_ms` (at most longest_empty_call_ms) through a host that runs no
+// submission (a kernel that spins that long), timed the same way as the submission's
+// (`host_clock`: the host wakes every device first, as it does for the call; `managed`: the
+// rehearsal's managed inputs, which the host copies into managed memory before its kernel as
+// the call's host copies the call's): returns the device time the host reported, which the
+// timing loop subtracts from its own clock's view of the call (RoundTripProbe).
 double empty_call_ms(double device_ms, bool host_clock, const std::vector<const void*>& managed) {
   HostProcess& probe = empty_call_host();
   wire::Request noop;
   noop.op = wire::Op::noop;
   noop.timed = 1;
   noop.host_clock = host_clock;
-  noop.spin_ns = std::uint64_t(device_ms * 1e6);
+  noop.spin_ns = std::uint64_t(std::min(device_ms, longest_empty_call_ms) * 1e6);
   if (managed.size() > std::size_t(wire::max_arguments)) throw std::logic_error("too many managed inputs for one call");
   noop.argument_count = std::uint32_t(managed.size());
   for (std::size_t i = 0; i < managed.size(); ++i) noop.arguments[i] = encode_argument(managed[i]);
