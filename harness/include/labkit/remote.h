@@ -14,7 +14,6 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-#include <deque>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -67,16 +66,6 @@ public:
   void stage_managed();
   // Runs the process, and those started after it, on `cpu` alone (child::timing_cpu).
   void pin_to_cpu(int cpu);
-  // Starts processes ahead of need until `count` wait beside the running one, and waits until
-  // each is up. A process started ahead stops short of loading the submission's module, so no
-  // code of the student's runs in it; a later start takes one and only loads the module. A
-  // host's start is mostly CUDA's (0.2-0.3 s on an idle H100, seconds under load), and this
-  // moves it out of the time that holds the GPU alone. Nothing under a tool, whose starts are
-  // numbered.
-  void start_ahead(int count);
-  // While on, every start after the first keeps one more process started behind it, not
-  // waited for: a submission that crashes on every case waits for few of its restarts.
-  void keep_one_ahead(bool keep) { keep_one_ahead_ = keep; }
   // A forbidden library mapped into the process, or a CUDA context of its own, ends the call
   // (SubmissionFailure). Every request runs it, but a timed one leaves it to the timing loop,
   // after the window: reading the process's memory map takes 50-100 us that are no part of
@@ -88,16 +77,7 @@ public:
   double last_wall_ms() const { return last_wall_ms_; }        // of the last request, our clock
 
 private:
-  // A process started, its greeting perhaps not yet read.
-  struct Started {
-    pid_t pid = -1;
-    int socket = -1;
-    int output = -1;  // what the submission prints (open_output)
-    std::string scratch;
-  };
   void start();
-  Started spawn();
-  static void end(Started& process);
   pid_t fork_host() const;
   void send(const wire::Request& request, int fd = -1);
   wire::Reply receive(double seconds, const char* doing);
@@ -124,8 +104,6 @@ private:
   bool hung_ = false;  // the last call never returned: a tool's host is killed at once, not waited for
   double last_wall_ms_ = 0;
   int cpu_ = -1;
-  std::deque<Started> ahead_;  // started ahead of need (start_ahead), oldest first
-  bool keep_one_ahead_ = false;
 };
 
 // Set by the timing loop while it measures one call of the submission's: the call asks the

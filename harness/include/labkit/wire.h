@@ -36,7 +36,6 @@ enum class Op : std::uint32_t {
   poison_shared_memory,  // fill every SM's shared memory with `pattern` (lab 02's checks)
   noop,                  // a timed kernel that spins `spin_ns`: the round trip of an honest call that long
   stage,                 // managed allocation `id`: its managed memory reset, every page back on the host
-  load,                  // load the submission's module: a host's first request, after its greeting
 };
 
 // A managed allocation (map with `memory` 2) reaches the submission as managed memory of the

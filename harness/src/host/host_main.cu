@@ -1,8 +1,7 @@
 // The host's main: `lab-NN-host --module PATH --scratch DIR` (socket on fd 3), started by a
 // lab's checks. Order matters: root is given up, CUDA initialised and the sandbox entered
 // before the submission's module is loaded, so nothing the student wrote runs with more than
-// the sandbox allows, constructors included. The greeting goes out before the module is
-// loaded, which waits for the runner's first request: a host can be started ahead of need.
+// the sandbox allows, constructors included.
 #include "labkit/host.h"
 
 #include "labkit/cuda_check.h"
@@ -101,8 +100,6 @@ public:
         return timed(request, [&] { spin_kernel<<<1, 1, 0, stream_>>>(request.spin_ns); return std::uint64_t(0); });
       case wire::Op::call:
         return call(request);
-      case wire::Op::load:
-        return failure(wire::Status::failed, "the module is loaded already");
     }
     return failure(wire::Status::failed, "unknown request");
   }
@@ -220,28 +217,11 @@ static void report_abort_as_pid_one() {
   if (getpid() == 1) signal(SIGABRT, exit_as_aborted);
 }
 
-// The submission's module, loaded when the runner asks (the first request, wire::Op::load):
-// a host may be started ahead of need, and until then no code of the student's runs in it.
-// Null when the request is not that one or the module fails to load (the reply says why).
-static std::unique_ptr<Host> host_loaded_on_request(const std::string& module) {
-  wire::Request request;
-  int fd = -1;
-  if (!wire::receive_request(socket_fd, request, fd) || request.op != wire::Op::load) return nullptr;
-  wire::Reply reply;
-  std::unique_ptr<Host> host;
-  try {
-    host = std::make_unique<Host>(load_module(module));
-  } catch (const std::exception& error) {
-    reply = failure(wire::Status::failed, error.what());
-  }
-  send_reply(socket_fd, reply);
-  return host;
-}
-
 int main(int argc, char** argv) {
   const Arguments args = parse(argc, argv);
   const SandboxPolicy policy = host_policy(args);
   wire::Reply hello;
+  std::unique_ptr<Host> host;
   try {
     if (!policy.keep_user) leave_root();  // before CUDA starts: see sandbox.h
     // Spin while waiting for the device: the reply then leaves as soon as the work is done, as
@@ -251,13 +231,11 @@ int main(int argc, char** argv) {
     const std::string sandbox = enter_sandbox(policy);
     report_abort_as_pid_one();
     wire::set_text(hello.message, sizeof hello.message, sandbox.c_str());
+    host = std::make_unique<Host>(load_module(args.module));
   } catch (const std::exception& error) {
     hello = failure(wire::Status::failed, error.what());
   }
   send_reply(socket_fd, hello);
-  if (hello.status != wire::Status::ok) return 1;
-  const std::unique_ptr<Host> host =
-      args.module.empty() ? std::make_unique<Host>(nullptr) : host_loaded_on_request(args.module);
   if (!host) return 1;
 
   serve_requests(socket_fd, [&](const wire::Request& request, int fd) { return host->handle(request, fd); });

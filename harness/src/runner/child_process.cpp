@@ -46,13 +46,7 @@ void pin_to_cpu(pid_t pid, int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  // A hint for steadier timing: failing is harmless. A running process's threads (CUDA's own
-  // among them) are pinned one by one; a child before execve has only the one.
-  std::error_code missing;
-  if (pid != 0)
-    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", missing))
-      sched_setaffinity(pid_t(std::stol(task.path().filename().string())), sizeof set, &set);
-  sched_setaffinity(pid, sizeof set, &set);
+  sched_setaffinity(pid, sizeof set, &set);  // a hint for steadier timing: failing is harmless
 }
 
 void leave_cpu(int cpu) {

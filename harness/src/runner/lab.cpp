@@ -199,10 +199,7 @@ void run_case(const Case& c, const std::function<void()>& body) {
 
 void hold_gpu_alone() {
   static bool holding_alone = false;
-  if (!holding_alone) {
-    runner::start_timing_hosts_ahead();
-    lock_gpus_uncounted(LOCK_EX);
-  }
+  if (!holding_alone) lock_gpus_uncounted(LOCK_EX);
   holding_alone = true;
 }
 

@@ -229,23 +229,6 @@ void profile_once(const Case& c, const PerfSubject& student_side) {
 
 }  // namespace
 
-namespace runner {
-
-void start_timing_hosts_ahead() {
-  // One per timed case, each case's host being started anew; a few at most, as each holds a
-  // CUDA context's memory on the GPU while it waits.
-  constexpr std::size_t most_ahead = 6;
-  RunnerState& s = state();
-  if (s.options.calibrate || s.options.profile) return;
-  if (s.student) {
-    s.student->keep_one_ahead(false);  // from here on a start may fall inside a measurement
-    s.student->start_ahead(int(std::min(s.dataset.performance.size(), most_ahead)));
-  }
-  empty_call_host().start_ahead(1);
-}
-
-}  // namespace runner
-
 void measure_performance(const Case& c, Work work, const PerfSubject& student_side,
                          const PerfSubject& reference_side, const LibraryAnchor& library, const PerfHint& hint,
                          const PerfRequirement& requirement) {

@@ -110,30 +110,26 @@ std::string describe_status(int status) {
 
 HostProcess::HostProcess(HostOptions options) : options_(std::move(options)) {}
 
-HostProcess::~HostProcess() {
-  stop();
-  for (Started& process : ahead_) end(process);
-}
+HostProcess::~HostProcess() { stop(); }
 
-// Forks and executes the host; its greeting is read by start().
-HostProcess::Started HostProcess::spawn() {
-  Started process;
+void HostProcess::start() {
+  const double started_ms = now_ms();
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) throw std::runtime_error("socketpair failed");
-  process.scratch = child::make_scratch("host");  // the host drops to nobody when started as root
+  scratch_ = child::make_scratch("host");  // the host drops to nobody when started as root
+  ++starts_;
   std::vector<std::string> argv_strings = command_line();
-  std::vector<std::string> env_strings = child::base_environment(process.scratch, environ);
+  std::vector<std::string> env_strings = child::base_environment(scratch_, environ);
   add_tool_environment(options_.wrapper, env_strings);
   std::vector<char*> argv = pointers(argv_strings), envp = pointers(env_strings);
 
-  process.output = open_output();
-  process.pid = fork_host();
-  if (process.pid < 0) throw std::runtime_error("fork failed");
-  if (process.pid == 0) {
+  output_ = open_output();
+  pid_ = fork_host();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
     // Only the socket and the output cross: every other descriptor (the result channel above
     // all) closes.
-    if (dup2(ends[1], host_socket_fd) < 0 || dup2(process.output, STDOUT_FILENO) < 0 ||
-        dup2(process.output, STDERR_FILENO) < 0)
+    if (dup2(ends[1], host_socket_fd) < 0 || dup2(output_, STDOUT_FILENO) < 0 || dup2(output_, STDERR_FILENO) < 0)
       _exit(127);
     fcntl(host_socket_fd, F_SETFD, 0);
     close_range(host_socket_fd + 1, ~0u, 0);
@@ -146,49 +142,7 @@ HostProcess::Started HostProcess::spawn() {
     _exit(127);
   }
   close(ends[1]);
-  process.socket = ends[0];
-  return process;
-}
-
-// A process started ahead and never used: nothing of the submission's ran in it.
-void HostProcess::end(Started& process) {
-  if (process.pid > 0) {
-    kill(process.pid, SIGKILL);
-    waitpid(process.pid, nullptr, 0);
-  }
-  for (int fd : {process.socket, process.output})
-    if (fd >= 0) close(fd);
-  std::error_code ignored;
-  if (!process.scratch.empty()) std::filesystem::remove_all(process.scratch, ignored);
-  process = Started{};
-}
-
-void HostProcess::start_ahead(int count) {
-  if (!options_.wrapper.empty()) return;
-  try {
-    while (int(ahead_.size()) < count) ahead_.push_back(spawn());
-  } catch (const std::exception&) {  // no more processes here now: those started will do
-  }
-  // Up is greeted: CUDA started, the sandbox closed. They start side by side, so the waits
-  // overlap; one that never greets is found out by the start that takes it.
-  for (const Started& process : ahead_) {
-    pollfd greeted{process.socket, POLLIN, 0};
-    poll(&greeted, 1, int(options_.start_seconds * 1000));
-  }
-}
-
-// Takes a process started ahead, or starts one, then loads the submission's module in it.
-void HostProcess::start() {
-  const double started_ms = now_ms();
-  ++starts_;
-  const bool taken_ahead = !ahead_.empty();
-  Started process = taken_ahead ? ahead_.front() : spawn();
-  if (taken_ahead) ahead_.pop_front();
-  pid_ = process.pid;
-  socket_ = process.socket;
-  output_ = process.output;
-  scratch_ = process.scratch;
-  if (taken_ahead && cpu_ >= 0) child::pin_to_cpu(pid_, cpu_);
+  socket_ = ends[0];
   mapped_.clear();
   managed_.clear();
   const wire::Reply hello = receive(options_.start_seconds, "while loading your code");
@@ -198,25 +152,7 @@ void HostProcess::start() {
     throw SubmissionFailure(message);
   }
   sandbox_ = hello.message;
-  if (!options_.module.empty()) {
-    wire::Request load;
-    load.op = wire::Op::load;
-    send(load);
-    const wire::Reply loaded = receive(options_.start_seconds, "while loading your code");
-    if (loaded.status != wire::Status::ok) {
-      const std::string message = loaded.message;
-      stop();
-      throw SubmissionFailure(message);
-    }
-  }
-  std::printf("host %d started in %.2f s (%s%s)\n", int(pid_), (now_ms() - started_ms) / 1e3, sandbox_.c_str(),
-              taken_ahead ? "; started ahead" : "");
-  if (keep_one_ahead_ && starts_ >= 2 && ahead_.empty() && options_.wrapper.empty()) {
-    try {
-      ahead_.push_back(spawn());
-    } catch (const std::exception&) {  // the next start starts its own
-    }
-  }
+  std::printf("host %d started in %.2f s (%s)\n", int(pid_), (now_ms() - started_ms) / 1e3, sandbox_.c_str());
 }
 
 // The host's command line, behind the tool's when it runs under one.

@@ -63,11 +63,6 @@ std::vector<int>& gpu_lock_fds();
 // Takes every lock `how` (LOCK_SH or LOCK_EX) with the clock stopped, and logs a long wait.
 void lock_gpus_uncounted(int how);
 
-// Before the first timed case, while the GPU is still shared: the hosts that the timed cases
-// will start (the empty call's, and the submission's anew for each case) are started ahead
-// (HostProcess::start_ahead), so that no host's start falls in the time that holds it alone.
-void start_timing_hosts_ahead();
-
 void report_sandbox_once();
 // Tells the grader what is starting, so that a person at a terminal sees it (harness/grade/progress.h).
 void report_progress(const Case& c, const char* stage);

@@ -82,7 +82,6 @@ void load_state(const RunnerArguments& args) {
     host.call_seconds *= s.options.tool_slowdown;
     host.start_seconds *= std::min(s.options.tool_slowdown, 5.0);  // a tool's start-up is slow, not 20x
     s.student = std::make_unique<HostProcess>(host);
-    s.student->keep_one_ahead(true);  // until timing begins (start_timing_hosts_ahead)
   }
   if (!s.options.calibration_dir.empty()) {
     const std::string lab = std::filesystem::path(s.options.dataset).stem().string();
