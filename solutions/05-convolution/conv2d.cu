@@ -11,7 +11,8 @@
 //     loads the filter from d_filter into registers (no copy to constant memory).
 // From 7 x 7 on, where the FMAs bind it, no tile: each warp walks down a strip of the image
 // with the sums of filter_size output rows in registers, and adds each input row, read once,
-// into all of them ("rolling sums" below): nearly all of the loop's instructions are FMAs.
+// into all of them ("rolling sums" below): nearly all of the loop's instructions are FMAs, and
+// near the ends of a warp's rows it skips the sums of output rows that are not its own.
 // Every size and every odd filter size up to MAX_FILTER_SIZE is handled; pixels outside the
 // image count as zero.
 //
@@ -24,6 +25,7 @@
 #include "conv2d.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace {
@@ -253,22 +255,39 @@ void launch_tiled(const float* in, int rows, int cols, const float* filter, floa
 // filter_size output rows it feeds: filter row i's taps go into the sum of output row
 // y + half - i. Those sums stay in registers; after each input row the oldest is complete,
 // is stored, and the others move down one place. The loop body is one input row:
-// filter_size^2 x cols_per_lane FMAs against one load per float4 of the window, a few
-// hundred to 1800 FMAs in 2 to 29 KB of code; ptxas folds the move of the sums into each
-// sum's first FMA, so no instruction moves them. The coefficients come from shared memory as
-// float4s (filter rows padded to whole float4s), one load per four coefficients; from constant
-// memory, ptxas loads them into uniform registers two at a time (ULDC.64), twice the loads, and
-// there is no copy to constant memory to wait for. Each chunk also runs filter_size - 1 rows of warm-up and wind-down whose sums fall
-// outside it: chunks are sized so that every warp is resident at once, a few hundred rows at
-// 8192 x 8192.
+// filter_size^2 x cols_per_lane FMAs, up to 1800 in 29 KB of code, against one load per
+// float4 of the window and one shared-memory load per four coefficients (each coefficient
+// feeds cols_per_lane FMAs: 32 FMAs per shared-memory load). ptxas folds the move of the sums
+// into each sum's first FMA, so no instruction moves them. The coefficients come from shared
+// memory as float4s (filter rows padded to whole float4s); from constant memory, ptxas loads
+// them into uniform registers two at a time (ULDC.64), twice the loads, and there is no copy
+// to constant memory to wait for.
+//
+// The rest of the loop is kept off the path that nearly every row takes:
+//   - A chunk's first and last filter_size - 1 input rows also feed output rows outside it.
+//     They run a second copy of the body that skips those sums, a branch per filter row, so
+//     no FMA goes to a sum that is never stored (a chunk of a few hundred rows would otherwise
+//     spend filter_size - 1 rows' worth of FMAs on them, 5% at 15 x 15 and 8192 x 8192), and
+//     the rows between run the body with no test in it. Chunks then cost only the reads of
+//     their vertical halo.
+//   - A row outside the image is never loaded: the second copy adds zeros in its place, and
+//     the inner rows all lie in the image. The window's floats outside the image's columns
+//     are zeroed once, before the loop, and no load writes them: no instruction zeroes
+//     padding row by row.
+//   - Which float4s of a lane's window lie in the image is decided once, and the row's offset
+//     moves down by cols per row: each load is one predicated LDG.
+// In ptxas's code for sm_90 (CUDA 13.0, 16-byte-aligned rows) an inner row's path is 1929
+// instructions at 15 x 15, 1800 of them FMAs (93%), 60 shared-memory loads and 22 moves of the
+// window loaded ahead; 735 at 9 x 9, 648 of them FMAs (88%). 211 and 144 registers, no spills.
 
 namespace rolling {
 
-// The knobs, chosen by counting instructions in ptxas's output for sm_90 (no measurement
-// yet picked them; the benchmark times the alternatives beside the reference): with 8
-// columns per lane the loop body is 96-97% FMAs from 7 x 7 to 15 x 15 (4 columns: 92-94%),
-// at 128-240 registers, 2 or 3 blocks per SM, with 8 independent sums per output row to hide
-// the FMAs' latency.
+// The knobs, chosen by counting instructions in ptxas's output for sm_90 (the benchmark times
+// the alternatives beside the reference): with 8 columns per lane and 16-byte-aligned rows an
+// inner row's path is 84-93% FMAs from 7 x 7 to 15 x 15, at 127-222 registers, 4 to 2 blocks
+// per SM (4 warps per block: one per scheduler, so that every scheduler has as many warps),
+// with 8 independent sums per output row to hide the FMAs' latency. Two rows ahead add moves
+// of the window (79-91% FMAs).
 struct Tuning {
   static constexpr int warps_per_block = 4;
   static constexpr int cols_per_lane = 8;   // two float4s per lane: each warp stores 1 KiB of whole lines per row
@@ -279,6 +298,7 @@ template <class T, int FilterSize>
 struct Geometry {
   static_assert(FilterSize % 2 == 1 && FilterSize <= MAX_FILTER_SIZE, "odd filter sizes up to MAX_FILTER_SIZE");
   static_assert(T::cols_per_lane % 4 == 0, "a lane's columns are whole float4s");
+  static constexpr int filter_size = FilterSize;
   static constexpr int threads = 32 * T::warps_per_block;
   static constexpr int lane_cols = T::cols_per_lane;
   static constexpr int half = FilterSize / 2;
@@ -290,19 +310,52 @@ struct Geometry {
   static constexpr int padded_cols = (FilterSize + 3) / 4 * 4;   // a filter row in shared memory, whole float4s
 };
 
-// A lane's window of input row y: columns [x0, x0 + window_floats), zeros outside the image.
+// A lane's window of one input row: columns [x0, x0 + window_floats).
+template <class G>
+using Window = Floats<G::window_floats>;
+
+// Loads a row's window into `w`: the floats from in[first] on, where first is the index of the
+// row's column x0. Only the floats that lie in the image's columns are
+// written: the others were zeroed before the first row and stay zero, so no instruction of the
+// loop zeroes the left and right padding. `inside` says that the whole window lies in the
+// image's columns, as it does for every lane but those at the left and right edges.
 template <class G, bool VectorLoads>
-__device__ Floats<G::window_floats> load_window(const float* __restrict__ in, int rows, int cols, int y, int x0) {
-  Floats<G::window_floats> w{};
-  if (y < 0 || y >= rows) return w;
-  const float* row_start = in + size_t(y) * cols;
+__device__ void load_window(const float* __restrict__ in, ptrdiff_t first, int x0, int cols, bool inside,
+                            Window<G>& w) {
 #pragma unroll
   for (int q = 0; q < G::window_vectors; ++q) {
-    const Floats<4> f = load_floats<VectorLoads, 4>(row_start, x0 + 4 * q, cols);
+    const int x = x0 + 4 * q;
+    if constexpr (VectorLoads) {
+      if (inside || (x >= 0 && x < cols))
+        *reinterpret_cast<float4*>(&w.v[4 * q]) = __ldg(reinterpret_cast<const float4*>(in + (first + 4 * q)));
+    } else {
 #pragma unroll
-    for (int c = 0; c < 4; ++c) w.v[4 * q + c] = f.v[c];
+      for (int c = 0; c < 4; ++c)
+        if (inside || (x + c >= 0 && x + c < cols)) w.v[4 * q + c] = __ldg(in + (first + 4 * q + c));
+    }
   }
-  return w;
+}
+
+// Adds an input row through filter row K - 1 - m into the sum of the output row that m
+// places below its top (m = 0: the oldest sum, K - 1: the newest). The sum moves down one
+// place as its first FMA reads it: sums[m] starts from sums[m + 1] (not yet updated, m
+// ascending), and the newest output row from zero. m is a constant once the loops unroll.
+template <class G>
+__device__ __forceinline__ void add_through_filter_row(int m, const Window<G>& w,
+                                                       const float (*filter)[G::padded_cols],
+                                                       float (&sums)[G::filter_size][G::lane_cols]) {
+  constexpr int K = G::filter_size, C = G::lane_cols, P = G::padded_cols;
+  float coef[P];
+#pragma unroll
+  for (int q = 0; q < P / 4; ++q)
+    *reinterpret_cast<float4*>(&coef[4 * q]) = *reinterpret_cast<const float4*>(&filter[K - 1 - m][4 * q]);
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    float s = m + 1 < K ? sums[m + 1][c] : 0.f;
+#pragma unroll
+    for (int j = 0; j < K; ++j) s = fmaf(w.v[G::window_offset + c + j], coef[j], s);
+    sums[m][c] = s;
+  }
 }
 
 // One warp per (strip, chunk) unit, numbered strip first, so that the warps of a block and of
@@ -334,34 +387,47 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 #pragma unroll
     for (int c = 0; c < C; ++c) sums[m][c] = 0.f;
 
-  Floats<G::window_floats> ahead[T::rows_ahead];
+  // The next row to load starts at in[next_offset] (its column x0), one row further down after
+  // each; a row outside the image is not loaded (the loop adds zeros in its place).
+  const bool inside = x0 >= 0 && x0 + G::window_floats <= cols;
+  ptrdiff_t next_offset = ptrdiff_t(out_row0 - G::half) * cols + x0;
+  Window<G> ahead[T::rows_ahead] = {};  // the padding columns stay zero from here on
 #pragma unroll
-  for (int a = 0; a < T::rows_ahead; ++a)
-    ahead[a] = load_window<G, VectorLoads>(in, rows, cols, out_row0 - G::half + a, x0);
+  for (int a = 0; a < T::rows_ahead; ++a, next_offset += cols) {
+    const int y = out_row0 - G::half + a;
+    if (y >= 0 && y < rows) load_window<G, VectorLoads>(in, next_offset, x0, cols, inside, ahead[a]);
+  }
+
+  // Input row y feeds output rows y - half .. y + half. Where all of them lie in the chunk
+  // (y in [full_begin, full_end): all but its first and last filter_size - 1 input rows),
+  // every FMA counts. Near the chunk's ends the sums of rows outside it are skipped, a branch
+  // per filter row that the whole warp takes alike.
+  const int full_begin = out_row0 + G::half, full_end = out_row_end - G::half;
 
   // One input row per iteration: the body stays small enough for the instruction cache.
 #pragma unroll 1
   for (int y = out_row0 - G::half; y < out_row_end + G::half; ++y) {
-    const Floats<G::window_floats> w = ahead[0];
+    const Window<G> w = ahead[0];
 #pragma unroll
     for (int a = 0; a + 1 < T::rows_ahead; ++a) ahead[a] = ahead[a + 1];
-    ahead[T::rows_ahead - 1] = load_window<G, VectorLoads>(in, rows, cols, y + T::rows_ahead, x0);
+    if (y + T::rows_ahead >= 0 && y + T::rows_ahead < rows)
+      load_window<G, VectorLoads>(in, next_offset, x0, cols, inside, ahead[T::rows_ahead - 1]);
+    next_offset += cols;
 
-    // Each sum moves down one place as its first FMA reads it: sums[m] starts from sums[m + 1]
-    // (not yet updated, m ascending), and the newest output row, y + half, starts from zero.
+    if (y >= full_begin && y < full_end) {
 #pragma unroll
-    for (int m = 0; m < K; ++m) {
-      float coef[P];
+      for (int m = 0; m < K; ++m) add_through_filter_row<G>(m, w, filter, sums);
+    } else {
+      // sums[m] is output row y - half + m: kept only from out_row0 to out_row_end - 1. A row
+      // outside the image (never loaded) adds zeros.
+      Window<G> row = w;
+      if (y < 0 || y >= rows)
 #pragma unroll
-      for (int q = 0; q < P / 4; ++q)
-        *reinterpret_cast<float4*>(&coef[4 * q]) = *reinterpret_cast<const float4*>(&filter[K - 1 - m][4 * q]);
+        for (int i = 0; i < G::window_floats; ++i) row.v[i] = 0.f;
+      const int m_begin = out_row0 - (y - G::half), m_end = out_row_end - (y - G::half);
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        float s = m + 1 < K ? sums[m + 1][c] : 0.f;
-#pragma unroll
-        for (int j = 0; j < K; ++j) s = fmaf(w.v[G::window_offset + c + j], coef[j], s);
-        sums[m][c] = s;
-      }
+      for (int m = 0; m < K; ++m)
+        if (m >= m_begin && m < m_end) add_through_filter_row<G>(m, row, filter, sums);
     }
 
     const int out_row = y - G::half;  // complete: its last input row, y, is in
@@ -385,7 +451,7 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 }
 
 // Chunks of rows sized so that the grid's warps are all resident at once: the fewest chunks,
-// so the least warm-up.
+// so the fewest halo rows read twice and the fewest rows off the inner path.
 template <class T, int FilterSize, bool VectorLoads>
 Launch plan(int rows, int cols) {
   using G = Geometry<T, FilterSize>;
