@@ -184,9 +184,8 @@ __global__ void chapter_column_pass_tile_kernel(const float* temp, int rows, int
 // rows only, with its knobs as template parameters: cols_per_lane (float4s per lane),
 // rows_ahead (input rows loaded before they are added), warps per block, and whether a
 // chunk's first and last filter_size - 1 input rows skip the sums of output rows outside it
-// (the reference's choice; without it every row in the image runs the whole body, as the
-// reference did before, spending filter_size - 1 rows' worth of FMAs per chunk on sums it never
-// stores). The reference's own tuning is its row above these; see there for how the kernel
+// (the reference's choice; without it every row in the image runs the whole body, spending
+// filter_size - 1 rows' worth of FMAs per chunk on sums it never stores). The reference's own tuning is its row above these; see there for how the kernel
 // works.
 namespace candidate {
 
@@ -342,8 +341,8 @@ struct Tuning {
 };
 
 // The reference's tuning is 8 columns per lane, 1 row ahead, 4 warps per block, skipping the
-// sums outside each chunk. The first candidate is the reference as it was before it skipped
-// them.
+// sums outside each chunk. The first candidate runs the whole body on every row: beside the
+// reference, what skipping those sums saves.
 const Tuning tunings[] = {
     {"candidate: full body every row", for_filter_size<8, 1, 4, false>},
     {"candidate: 4 cols/lane", for_filter_size<4, 1, 4, true>},
