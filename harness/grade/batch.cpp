@@ -202,8 +202,9 @@ private:
 // A lab that compiled keeps a build log only when one of its parts did not ("mpi_allreduce.cu
 // did not compile (its cases are not run; ...)"): that part, named in the progress line.
 std::string build_line(const LabResult& result) {
-  if (result.build_log.empty()) return "compiled";
-  return "compiled, but " + result.build_log.substr(0, result.build_log.find(" ("));
+  const std::string built = result.build_kept ? "compiled earlier, kept" : "compiled";
+  if (result.build_log.empty()) return built;
+  return built + ", but " + result.build_log.substr(0, result.build_log.find(" ("));
 }
 
 // A lab not handed in reads as the gradebook names it, not as the "missing files" of a lab

@@ -160,9 +160,9 @@ std::string module_inputs(const std::vector<std::string>& argv, const LabSpec& l
 // Compiles staged files into a module the runner (or a program it starts) loads. A module
 // compiled from the same inputs before (a lab-submission graded again: --fresh, or after its
 // rubric changed) is kept instead: nvcc would write the same file, at seconds to a minute of a
-// core per module.
+// core per module; `kept` says so.
 bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolchain& tc, const fs::path& lab_work,
-                  std::string& log) {
+                  std::string& log, bool& kept) {
   const fs::path staged = lab_work / "src";
   std::vector<std::string> argv = {tc.nvcc, "-shared", "-Xcompiler", "-fPIC", "-O3"};
   argv.insert(argv.end(), tc.cuda_flags.begin(), tc.cuda_flags.end());
@@ -176,7 +176,8 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolcha
   argv.insert(argv.end(), {"-o", (lab_work / module.output).string()});
 
   const std::string inputs = module_inputs(argv, lab, tc, lab_work, module);
-  if (!(fs::exists(lab_work / module.output) && labkit::file_bytes(inputs_marker(lab_work, module).string()) == inputs)) {
+  kept = fs::exists(lab_work / module.output) && labkit::file_bytes(inputs_marker(lab_work, module).string()) == inputs;
+  if (!kept) {
     std::error_code ignored;
     fs::remove(inputs_marker(lab_work, module), ignored);
     const std::string log_name = module.output == "module.so" ? "build.log" : "build-" + module.output + ".log";
@@ -199,10 +200,11 @@ bool build_module(const LabSpec& lab, const ModuleSources& module, const Toolcha
 // messages in `log`. One of `modules:` that does not compile costs only its own cases (lab 13's
 // part 2 must not take part 1 with it): its module is removed, a marker says why, and its
 // messages go in `log`, which stays empty when everything compiled (warnings are not shown).
-// The student's files are staged already.
-bool build_modules(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work, std::string& log) {
+// The student's files are staged already. `all_kept`: every module was kept from an earlier build.
+bool build_modules(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_work, std::string& log,
+                   bool& all_kept) {
   const std::vector<ModuleSources> modules = modules_to_build(lab, tc, lab_work);
-  if (!build_module(lab, modules.front(), tc, lab_work, log)) return false;
+  if (!build_module(lab, modules.front(), tc, lab_work, log, all_kept)) return false;
   log.clear();
   for (auto module = modules.begin() + 1; module != modules.end(); ++module) {
     std::error_code ignored;
@@ -215,7 +217,10 @@ bool build_modules(const LabSpec& lab, const Toolchain& tc, const fs::path& lab_
       continue;
     }
     std::string messages;
-    if (build_module(lab, *module, tc, lab_work, messages)) continue;
+    bool kept = false;
+    const bool built = build_module(lab, *module, tc, lab_work, messages, kept);
+    all_kept = all_kept && kept;
+    if (built) continue;
     fs::remove(lab_work / module->output, ignored);
     std::ofstream(failed_marker(lab_work, *module)) << files + " did not compile (the compiler's messages are in the report)";
     log += files + part_not_compiled + ":\n" + messages;
@@ -339,7 +344,7 @@ bool build_lab(const LabJob& job, const Toolchain& toolchain, LabResult& result)
              !included.empty()) {
     result.status = LabStatus::forbidden;
     result.note = forbidden_note(included);
-  } else if (!build_modules(lab, toolchain, job.work_dir, result.build_log)) {
+  } else if (!build_modules(lab, toolchain, job.work_dir, result.build_log, result.build_kept)) {
     result.status = LabStatus::build_failed;
     result.note = "your files did not build: the messages below say why";
   } else if (const std::string found = forbidden_use(lab, toolchain, job.work_dir); !found.empty()) {

@@ -70,6 +70,7 @@ struct LabResult {
   LabStatus status = LabStatus::graded;
   std::string note;       // one line on what happened, for the reader
   std::string build_log;  // compiler output when the build failed
+  bool build_kept = false;  // every module kept from an earlier build of the same inputs (not saved)
   std::string run_log;    // the tail of the runner's own output
   std::vector<CaseResult> cases;
   double points = 0;

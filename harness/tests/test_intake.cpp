@@ -327,17 +327,22 @@ TEST_SUITE("intake") {
     const grade::LabSpec& lab = histogram_lab();
     const grade::Toolchain tc{kit_root.string(), (dir.path / "build").string(), script.string(), {}};
     const grade::LabJob job{&lab, "alice", (dir.path / "student").string(), (dir.path / "work").string()};
+    bool kept = false;
     auto compiles = [&] {
       grade::LabResult result;
       CHECK(grade::build_lab(job, tc, result));
+      kept = result.build_kept;
       std::ifstream counted(runs);
       return std::count(std::istreambuf_iterator<char>(counted), std::istreambuf_iterator<char>(), '\n');
     };
     write(dir.path / "student" / "histogram.cu", "int x;\n");
     CHECK(compiles() == 1);
+    CHECK_FALSE(kept);
     CHECK(compiles() == 1);  // graded again from the same file: nvcc does not run
+    CHECK(kept);             // and the progress line says so
     write(dir.path / "student" / "histogram.cu", "int y;\n");
     CHECK(compiles() == 2);
+    CHECK_FALSE(kept);
     fs::remove(dir.path / "work" / "module.so");
     CHECK(compiles() == 3);  // nothing to keep
   }
