@@ -2,9 +2,10 @@
 // comparison-sort anchor), cub::DeviceRadixSort::SortKeys (for context: a sort that does not
 // compare keys) and the chapter's cdp_simple_quicksort ported to CDP2 (the lab's starter), in
 // Gkeys/s, at the sizes and inputs of datasets/10-quicksort.yaml's performance and benchmark
-// cases. GB/s counts 8 bytes per key (one read and one write of every key, the least any sort
-// moves), with % of the device's measured read bandwidth. Not a test: it prints numbers for
-// people to read.
+// cases: random keys, few distinct values, and the inputs that defeat a naive pivot (sorted,
+// reversed, organ pipe), each as the checks draw it. GB/s counts 8 bytes per key (one read and
+// one write of every key, the least any sort moves), with % of the device's measured read
+// bandwidth. Not a test: it prints numbers for people to read.
 //
 // The chapter's kernel runs up to 2^20 keys only. At 2^24 one thread partitions all 2^24 keys
 // at the first level, and segments that reach MAX_DEPTH still hold ~10^5 keys, which one
@@ -12,6 +13,7 @@
 // the same distribution is therefore at least (its time on the largest case it ran x the ratio
 // of their sizes) / (the reference's time): the lower bound printed below.
 #include "cub_merge_sort.cuh"
+#include "organ_pipe.h"
 #include "quicksort.h"
 
 #include <labkit/bench.h>
@@ -100,7 +102,8 @@ struct CaseTimes {
 
 CaseTimes bench_case(const labkit::Case& c, double peak_gbps) {
   const size_t n = c.n;
-  const std::vector<u32> input = labkit::generate<u32>(n, c.input);
+  std::vector<u32> input = labkit::generate<u32>(n, c.input);
+  if (organ_pipe::wanted(c)) input = organ_pipe::arrange(std::move(input));
   std::vector<u32> expected = input;
   std::sort(expected.begin(), expected.end());
 

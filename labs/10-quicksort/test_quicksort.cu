@@ -5,6 +5,7 @@
 // hint then names what made it slow on this case's input. The checks shared with lab 09 are
 // in labkit/sort_checks.h; what is here is this lab's inputs and diagnoses.
 #include "cub_merge_sort.cuh"
+#include "organ_pipe.h"
 #include "quicksort.h"
 
 #include <labkit/lab.h>
@@ -21,24 +22,10 @@ using namespace labkit::sort_checks;
 
 // ---- inputs and the expected output -----------------------------------------------------
 
-bool is_organ_pipe(const Case& c) { return c.has("pattern") && c.params.at("pattern") == "organ_pipe"; }
-
-// Ascending keys at the front, then descending: the largest key lands at the middle of the
-// array (one place right of the middle index when n is even), and a middle-key partition
-// finds the largest or second-largest key of every segment it makes at the middle index.
-Keys organ_pipe(Keys keys) {
-  std::sort(keys.begin(), keys.end());
-  Keys pipe;
-  pipe.reserve(keys.size());
-  for (size_t i = 0; i < keys.size(); i += 2) pipe.push_back(keys[i]);
-  for (size_t i = keys.size() - (keys.size() % 2 == 0 ? 1 : 2); i < keys.size(); i -= 2) pipe.push_back(keys[i]);
-  return pipe;
-}
-
 // The dataset's generators, plus the lab's `pattern: organ_pipe`.
 Keys make_input(const Case& c) {
   Keys keys = labkit::generate<uint32_t>(c.n, c.input);
-  return is_organ_pipe(c) ? organ_pipe(std::move(keys)) : keys;
+  return organ_pipe::wanted(c) ? organ_pipe::arrange(std::move(keys)) : keys;
 }
 
 // ---- naming the mistake -----------------------------------------------------------------
@@ -51,7 +38,7 @@ const char* parallel_partition_hint =
 std::string why_too_slow(const Case& c) {
   const Distribution d = c.input.distribution;
   std::string why;
-  if (is_organ_pipe(c))
+  if (organ_pipe::wanted(c))
     why = "on an organ-pipe input the middle key is the largest or second-largest key, and each partition's "
           "swaps leave the next segment's second-largest key in its middle, so each split peels off one or two "
           "keys; the recursion reaches MAX_DEPTH with almost every key left, and the chapter's fallback sorts that "
@@ -153,7 +140,7 @@ void explain_hang(const Case& c, const labkit::SubmissionFailure& failure) {
 // The sorted distributions and the organ pipe start from sorted keys, which are made on the
 // CPU only: no performance case uses them yet, and one that does fails here, loudly.
 void draw_input(const Case& c, uint32_t* out, uint64_t seed, cudaStream_t stream) {
-  if (is_organ_pipe(c))
+  if (organ_pipe::wanted(c))
     throw std::invalid_argument("case " + c.name + ": organ_pipe keys are not drawn on the GPU, so a performance "
                                 "case cannot use them");
   labkit::InputSpec spec = c.input;

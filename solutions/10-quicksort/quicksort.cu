@@ -1,130 +1,172 @@
-// Lab 10 reference: a parallel three-way quicksort, its levels chained on the device with
-// dynamic parallelism (CDP2).
+// Lab 10 reference: a multi-way quicksort (samplesort), its stages chained and its oversized
+// buckets sorted by kernels launched from the device (CDP2).
 //
-// Phase 1, the large segments (more than large_min keys), one level at a time: every
-// segment of a level is cut into tiles of 4096 keys, and ONE grid with a block per tile
-// partitions them all. A block splits its tile into < pivot, == pivot, > pivot and claims
-// room for its "<" and ">" keys with one atomicAdd each on its segment's two cursors: "<"
-// keys fill the other buffer from the left, ">" keys from the right. Keys equal to the pivot
-// are not moved: their run in the middle is final, and is filled with the pivot later. The
-// last block to finish (a ticket counter) turns the level's segments into the next level's
-// (children still larger than large_min, with their pivots and tile offsets) and launches
-// that level's grid, fire-and-forget. Children of large_min keys or fewer, and the pivot
-// runs, go to a work queue.
-// Phase 2, the queue: a grid of resident blocks takes items one at a time. A block sorts a
-// segment on its own (the same tile partition with a stack of segments, down to sort_max
-// keys, which a bitonic sort in shared memory finishes), or fills a stretch of a pivot run.
+// A two-way quicksort moves every key once per level, about log2(n / leaf) levels. Taking
+// S - 1 pivots at once (the splitters) cuts a segment into S parts in one pass, so that one
+// partition and one block sort per part finish 2^24 keys:
 //
-// One grid per level, not one per segment: the GPU runs at most 128 grids at a time, and
-// thousands of small ones (one per segment) would leave most SMs idle. The host launches
-// phase 2 on the same stream after phase 1's first grid; a grid is complete only when all
-// the grids it launched are, so phase 2 starts after the last level.
+//   1. sample_splitters_kernel (one block): sorts a sample of the segment's keys in shared
+//      memory and keeps every (sample / S)-th key as a splitter, then launches stages 2-4 into
+//      its tail stream (each starts when the one before it, with all it launched, is complete);
+//   2. bucket_histogram_kernel: each block counts its chunk's keys per bucket (a binary search
+//      of the splitters in shared memory) and claims its room in each bucket with one atomicAdd;
+//   3. bucket_scatter_kernel: each block moves its chunk's keys to the other buffer, a tile at
+//      a time, grouped by bucket in shared memory first so that a bucket's keys leave as one
+//      coalesced run;
+//   4. bucket_sort_kernel: a block per bucket sorts it in shared memory (an LSD radix sort over
+//      only the bits by which the bucket's keys can differ) and writes it to d_keys. A bucket
+//      too large for one block is a segment of its own: the block launches stage 1 on it, and
+//      the sort recurses. Further blocks write each splitter over its bucket of equal keys.
 //
-// Keys move between d_keys and a scratch buffer of n keys: a partition reads one and writes
-// the other, so no level copies anything back; wherever a segment ends (a bitonic sort, or a
-// pivot run), the last step writes into d_keys. The pivot is the median of nine keys at
-// pseudo-random places of the segment, so sorted, reversed and organ-pipe inputs split as
-// well as random ones, and three-way partitioning makes all-equal and few-distinct inputs
-// cheap (a run of equal keys leaves the recursion at once).
+// The pivots split three ways, as a two-way quicksort's should: a key equal to a splitter goes
+// to that splitter's own bucket, which needs no sort. Sorted, reversed and organ-pipe inputs
+// split as evenly as random ones (the sample is spread over the whole segment), and inputs of
+// few distinct values put almost every key into equal buckets.
+//
+// Keys move between d_keys and a scratch buffer: the scatter reads a segment's buffer and
+// writes the other; the block sorts and the fills always write d_keys. n of at most one block
+// sort's capacity is sorted by one block, with none of the stages.
 #include "quicksort.h"
 
 #include <algorithm>
 #include <climits>
 
+// A bucket larger than this is sorted by a child sort even if it fits in shared memory. A test
+// build lowers it, so that the device-side launches and the fallback run on every input.
+#ifndef QUICKSORT_BLOCK_SORT_MAX
+#define QUICKSORT_BLOCK_SORT_MAX UINT_MAX
+#endif
+
 namespace {
 
-constexpr int threads = 256;                  // every kernel's block
-constexpr int min_blocks_per_sm = 4;          // caps registers at 64: 4 blocks per SM, not 3,
-                                              // faster on the H100 (docs/design/10-quicksort.md)
-constexpr int warps = threads / 32;
-constexpr int rows = 16;                      // keys per thread in a partition tile
-constexpr unsigned tile = threads * rows;     // 4096 keys per block and step
-constexpr unsigned large_min = 1u << 13;      // larger segments are partitioned by a grid
-constexpr unsigned sort_max = 2048;           // segments this short: bitonic sort in shared memory
-constexpr unsigned fill_chunk = 1u << 14;     // a pivot run is filled in items of this many keys
-constexpr int max_levels = 16;                // deeper large segments go to the queue (launches
-                                              // nest at most 24 deep)
-constexpr int stack_capacity = 64;            // a block's segment stack (log2(size / sort_max) + 2 used)
 constexpr unsigned full_mask = 0xffffffffu;
+constexpr int radix_bits = 8;
+constexpr unsigned radix_digits = 1u << radix_bits;
+constexpr unsigned oversample = 32;       // sampled keys per bucket (up to a block sort's capacity)
+constexpr int histogram_items = 4;        // keys a thread loads at once while counting
+constexpr unsigned max_chunks = 256;      // blocks of the histogram and the scatter
+constexpr unsigned fill_keys = 1u << 16;  // a fill block's stretch of the segment
+constexpr int max_depth = 3;              // child sorts nest at most this deep; a bucket still too
+                                          // large is sorted by its own block in global memory
 
-// A segment [begin, end) whose keys are in d_keys (in_keys) or in the scratch buffer.
-struct Segment {
-  unsigned begin;
-  unsigned end;
-  int in_keys;
-};
+__host__ __device__ constexpr unsigned smaller(unsigned a, unsigned b) { return a < b ? a : b; }
+__host__ __device__ constexpr unsigned larger(unsigned a, unsigned b) { return a < b ? b : a; }
+__host__ __device__ constexpr unsigned divide_up(unsigned a, unsigned b) { return (a + b - 1) / b; }
 
-// A large segment of the current level: its pivot (every block of the segment picks the
-// same one; the block of its first tile records it), its first tile in the level's grid,
-// and the cursors its blocks claim room with.
-struct LevelSegment {
-  Segment seg;
-  uint32_t pivot;
-  unsigned first_tile;
-  unsigned less;     // "<" keys placed so far
-  unsigned greater;  // ">" keys placed so far
+// The sort's shape, from the shared memory a block may have. Wide (the H100's 227 KB): a block
+// sort of 24 keys a thread in two buffers, one block per SM, and buckets of 8K keys on average,
+// so that the largest of 2048 stays far below the 24K a block sorts. Compact (64 KB, every GPU
+// the lab supports): 5K keys a block, and 2K-key buckets.
+template <int Threads, int SortItems, unsigned TargetBucket, unsigned MaxSplitters, int TileItems>
+struct Tuning {
+  static constexpr int threads = Threads;
+  static constexpr int warps = Threads / 32;
+  static constexpr int sort_items = SortItems;
+  static constexpr unsigned sort_capacity = Threads * SortItems;
+  static constexpr unsigned block_sort_max = smaller(sort_capacity, QUICKSORT_BLOCK_SORT_MAX);
+  static constexpr unsigned counter_stride = warps + 1;  // a digit's per-warp counters, padded so a
+                                                         // warp's lanes hit different banks
+  static constexpr unsigned counter_words = radix_digits * counter_stride;
+  static constexpr unsigned target_bucket = TargetBucket;
+  static constexpr unsigned max_splitters = MaxSplitters;  // S; 2S buckets with the equal ones
+  static constexpr int tile_items = TileItems;             // keys a thread scatters per tile
+  static constexpr unsigned tile_keys = Threads * TileItems;
+  static_assert(2 * MaxSplitters <= 65536 && Threads * TileItems <= 65536,
+                "the scatter packs a bucket and a rank in 16 bits each");
 };
+using WideTuning = Tuning<1024, 24, 8192, 4096, 16>;
+using CompactTuning = Tuning<512, 10, 2048, 1024, 8>;
 
-// An item of phase 2: sort a segment, or fill d_keys[begin, end) with `value`.
-struct WorkItem {
-  Segment seg;
-  int fill;
-  uint32_t value;
-};
+// ---- segments and their bookkeeping ------------------------------------------------------
 
 struct Control {
-  unsigned level_segments;  // in the current level's list
-  unsigned next_segments;   // written so far into the next level's list
-  unsigned blocks_done;     // tickets of the current level's grid
-  unsigned items;           // in the work queue
-  unsigned items_taken;     // by phase 2's blocks
+  unsigned pool_used;  // words of the pool handed to child sorts
 };
 
 struct Buffers {
-  uint32_t* keys;
-  uint32_t* scratch;
+  uint32_t* keys;     // d_keys: where every sorted bucket ends
+  uint32_t* scratch;  // n keys of d_temp
   Control* control;
-  LevelSegment* levels[2];  // the current level's list and the next one's, by level parity
-  WorkItem* items;
-  unsigned level_capacity;
-  unsigned item_capacity;
+  unsigned* pool;     // the child sorts' bookkeeping, carved out as they start
+  unsigned pool_words;
+  unsigned sms;
 };
 
-__device__ __forceinline__ const uint32_t* source_of(const Buffers& b, const Segment& s) {
-  return s.in_keys ? b.keys : b.scratch;
-}
-__device__ __forceinline__ uint32_t* destination_of(const Buffers& b, const Segment& s) {
-  return s.in_keys ? b.scratch : b.keys;
+// Keys [begin, begin + size) of d_keys (in_keys) or of the scratch buffer.
+struct Segment {
+  unsigned begin;
+  unsigned size;
+  int in_keys;
+  int depth;  // 0: the whole array; a bucket is one deeper than the segment it came from
+};
+
+struct Plan {
+  unsigned splitters;   // S: a power of two, the last one UINT_MAX
+  unsigned buckets;     // 2S: open bucket 2i below splitter i, equal bucket 2i + 1
+  unsigned sample;      // keys sorted to pick the splitters
+  unsigned chunks;      // blocks of the histogram and the scatter
+  unsigned chunk_keys;  // keys per chunk (the last may have fewer)
+};
+
+struct Meta {
+  uint32_t* splitters;      // S
+  unsigned* totals;         // 2S: keys per bucket (the histogram's claims)
+  unsigned* chunk_offsets;  // chunks x 2S: where chunk g's keys begin inside bucket b
+  unsigned* bucket_start;   // 2S + 1: exclusive prefix of the totals, then the size
+};
+
+struct SegmentSort {
+  Buffers buffers;
+  Segment segment;
+  Plan plan;
+  Meta meta;
+};
+
+template <class T>
+__host__ __device__ Plan plan_for(unsigned size, unsigned sms) {
+  Plan p{};
+  p.splitters = 2;
+  while (p.splitters < T::max_splitters && p.splitters * T::target_bucket < size) p.splitters *= 2;
+  p.buckets = 2 * p.splitters;
+  p.sample = smaller(smaller(T::sort_capacity, oversample * p.splitters), size);
+  p.chunks = larger(1u, smaller(smaller(sms, max_chunks), divide_up(size, T::tile_keys)));
+  p.chunk_keys = divide_up(size, p.chunks);
+  return p;
 }
 
-__device__ __forceinline__ unsigned mix(unsigned x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
+__host__ __device__ unsigned meta_words(const Plan& p) {
+  return p.splitters + p.buckets + p.chunks * p.buckets + p.buckets + 1;
 }
 
-// The median of nine keys at pseudo-random places: the same for every block of a segment,
-// and no input pattern (sorted, organ-pipe) puts an extreme key there on purpose.
-__device__ uint32_t choose_pivot(const uint32_t* src, unsigned begin, unsigned end) {
-  const unsigned size = end - begin;
-  uint32_t sample[9];
-  for (int i = 0; i < 9; ++i) {
-    const unsigned place = mix(begin * 0x9e3779b9u + end + unsigned(i) * 0x85ebca6bu) % size;
-    sample[i] = src[begin + place];
-  }
-  for (int i = 1; i < 9; ++i)
-    for (int j = i; j > 0 && sample[j - 1] > sample[j]; --j) {
-      const uint32_t t = sample[j];
-      sample[j] = sample[j - 1];
-      sample[j - 1] = t;
-    }
-  return sample[4];
+__host__ __device__ Meta carve_meta(unsigned* words, const Plan& p) {
+  Meta m;
+  m.splitters = words;
+  m.totals = words + p.splitters;
+  m.chunk_offsets = m.totals + p.buckets;
+  m.bucket_start = m.chunk_offsets + p.chunks * p.buckets;
+  return m;
 }
+
+__device__ __forceinline__ uint32_t* keys_of(const Buffers& b, const Segment& s) {
+  return (s.in_keys ? b.keys : b.scratch) + s.begin;
+}
+__device__ __forceinline__ uint32_t* other_keys_of(const Buffers& b, const Segment& s) {
+  return (s.in_keys ? b.scratch : b.keys) + s.begin;
+}
+
+// ---- block-wide building blocks ----------------------------------------------------------
+
+template <class S>
+__device__ __forceinline__ S* shared_storage() {
+  extern __shared__ uint4 shared_words[];
+  return reinterpret_cast<S*>(shared_words);
+}
+
+__device__ __forceinline__ unsigned lanes_below() { return (1u << (threadIdx.x % 32)) - 1u; }
 
 // Exclusive prefix sum over the block's threads, one value each; `total` gets the sum.
+// warp_sums: T::warps words of shared memory.
+template <class T>
 __device__ unsigned block_exclusive_scan(unsigned value, unsigned* warp_sums, unsigned& total) {
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -135,364 +177,623 @@ __device__ unsigned block_exclusive_scan(unsigned value, unsigned* warp_sums, un
   }
   if (lane == 31) warp_sums[warp] = inclusive;
   __syncthreads();
-  unsigned before = 0;
-  total = 0;
-  for (int w = 0; w < warps; ++w) {
-    const unsigned sum = warp_sums[w];
-    before += w < warp ? sum : 0u;
-    total += sum;
+  if (warp == 0) {  // the warps' sums, scanned by one warp
+    unsigned sum = lane < T::warps ? warp_sums[lane] : 0u;
+    for (int d = 1; d < 32; d <<= 1) {
+      const unsigned up = __shfl_up_sync(full_mask, sum, d);
+      if (lane >= d) sum += up;
+    }
+    if (lane < T::warps) warp_sums[lane] = sum;
   }
+  __syncthreads();
+  total = warp_sums[T::warps - 1];
+  const unsigned before = warp == 0 ? 0u : warp_sums[warp - 1];
   __syncthreads();  // warp_sums may be written again by the next scan
   return before + inclusive - value;
 }
 
-struct TileShared {
-  unsigned offsets[rows * warps];  // per (row, warp): "<" count | ">" count << 16, then their scan
-  unsigned warp_sums[warps];
-  unsigned less_base;
-  unsigned greater_base;
-  uint32_t pivot;
-};
-
-// Three-way partition of one tile src[tile_begin, tile_end) of segment [begin, end): "<"
-// keys go to dst[begin + cursor[0] ...], ">" keys to dst[end - 1 - cursor[1] ...], each tile
-// claiming its room with one atomicAdd per side (cursors in global memory for a grid, in
-// shared memory for a block). Keys equal to the pivot are left out. Key r of thread t is
-// tile_begin + r * threads + t, so loads and (mostly) stores are coalesced. With
-// `choose_pivot_here`, thread 0 picks the segment's pivot into sh.pivot while the tile's
-// loads are in flight; otherwise sh.pivot already holds it.
-__device__ void partition_tile(const uint32_t* src, uint32_t* dst, unsigned begin, unsigned end, unsigned tile_begin,
-                               unsigned tile_end, bool choose_pivot_here, unsigned* cursors, TileShared& sh) {
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  const unsigned below = (1u << lane) - 1u;
-  uint32_t key[rows];
-  bool valid[rows];
-#pragma unroll
-  for (int r = 0; r < rows; ++r) {
-    const unsigned i = tile_begin + unsigned(r) * threads + threadIdx.x;
-    valid[r] = i < tile_end;
-    key[r] = valid[r] ? src[i] : 0u;
-  }
-  if (choose_pivot_here && threadIdx.x == 0) sh.pivot = choose_pivot(src, begin, end);
-  __syncthreads();
-  const uint32_t pivot = sh.pivot;
-#pragma unroll
-  for (int r = 0; r < rows; ++r) {
-    const unsigned less = __ballot_sync(full_mask, valid[r] && key[r] < pivot);
-    const unsigned greater = __ballot_sync(full_mask, valid[r] && key[r] > pivot);
-    if (lane == 0) sh.offsets[r * warps + warp] = unsigned(__popc(less)) | unsigned(__popc(greater)) << 16;
-  }
-  __syncthreads();
-  // Each count is at most 4096, so the two halves never carry into each other.
-  const unsigned count = threadIdx.x < rows * warps ? sh.offsets[threadIdx.x] : 0u;
+// Replaces counts[0, length) in shared memory with its exclusive prefix sums; returns the total.
+// Each thread takes a run of consecutive counts.
+template <class T>
+__device__ unsigned block_scan_array(unsigned* counts, unsigned length, unsigned* warp_sums) {
+  const unsigned per_thread = divide_up(length, T::threads);
+  const unsigned first = min(length, threadIdx.x * per_thread);
+  const unsigned last = min(length, first + per_thread);
+  unsigned sum = 0;
+  for (unsigned i = first; i < last; ++i) sum += counts[i];
   unsigned total = 0;
-  const unsigned offset = block_exclusive_scan(count, sh.warp_sums, total);
-  if (threadIdx.x < rows * warps) sh.offsets[threadIdx.x] = offset;
-  if (threadIdx.x == 0) {
-    sh.less_base = atomicAdd(&cursors[0], total & 0xffffu);
-    sh.greater_base = atomicAdd(&cursors[1], total >> 16);
+  unsigned running = block_exclusive_scan<T>(sum, warp_sums, total);
+  for (unsigned i = first; i < last; ++i) {
+    const unsigned count = counts[i];
+    counts[i] = running;
+    running += count;
   }
   __syncthreads();
-#pragma unroll
-  for (int r = 0; r < rows; ++r) {
-    const unsigned less = __ballot_sync(full_mask, valid[r] && key[r] < pivot);
-    const unsigned greater = __ballot_sync(full_mask, valid[r] && key[r] > pivot);
-    const unsigned packed = sh.offsets[r * warps + warp];
-    if (valid[r] && key[r] < pivot)
-      dst[begin + sh.less_base + (packed & 0xffffu) + unsigned(__popc(less & below))] = key[r];
-    else if (valid[r] && key[r] > pivot)
-      dst[end - 1u - (sh.greater_base + (packed >> 16) + unsigned(__popc(greater & below)))] = key[r];
-  }
-  __syncthreads();  // sh is reused by the next tile
+  return total;
 }
 
-// Sorts src[0, size) into out[0, size) (size <= sort_max) with a bitonic network in shared
-// memory, padded to a power of two with the largest key.
-__device__ void block_bitonic_sort(const uint32_t* src, uint32_t* out, unsigned size, uint32_t* s) {
-  unsigned padded = 1;
-  while (padded < size) padded <<= 1;
-  for (unsigned i = threadIdx.x; i < padded; i += threads) s[i] = i < size ? src[i] : UINT_MAX;
+// Each lane of `active` adds one to counts[bucket], with one atomicAdd per distinct bucket in
+// the warp (keys of few distinct values would otherwise queue on one address). Returns the
+// lane's slot among the bucket's keys: the count before it.
+__device__ unsigned warp_aggregated_increment(unsigned* counts, unsigned bucket, unsigned active) {
+  const unsigned peers = __match_any_sync(active, bucket);
+  const int leader = __ffs(peers) - 1;
+  unsigned before = 0;
+  if (int(threadIdx.x % 32) == leader) before = atomicAdd(&counts[bucket], unsigned(__popc(peers)));
+  before = __shfl_sync(active, before, leader);
+  return before + __popc(peers & lanes_below());
+}
+
+// Where a key falls among the splitters, in shared memory. Open bucket 2i holds the keys
+// strictly between splitters i - 1 and i, equal bucket 2i + 1 the keys equal to splitter i
+// (with repeated splitters the first copy takes the equal keys, and the open buckets between
+// the copies stay empty). A binary search over thousands of splitters is a dozen dependent
+// shared-memory reads per key, on conflicting banks; an index by the key's leading bits
+// (relative to the first splitter) narrows it to the few splitters that share them, mostly
+// none or one.
+constexpr int index_bits = 12;
+constexpr unsigned index_size = 1u << index_bits;
+constexpr unsigned index_words = (index_size + 2) / 2;  // index_size + 1 16-bit entries
+
+struct SplitterIndex {
+  const uint32_t* splitters;  // `count` of them, a power of two, the last UINT_MAX
+  const uint16_t* first;      // index_size + 1: splitters below each leading-bits value
+  unsigned count;
+  uint32_t low;               // the first splitter
+  int shift;                  // key - low >> shift: the leading bits
+};
+
+// The splitters below `key` (the last one never is), by the branchless binary search.
+__device__ __forceinline__ unsigned splitters_below(const uint32_t* splitters, unsigned count, uint32_t key) {
+  unsigned below = 0;
+  for (unsigned step = count / 2; step > 0; step /= 2)
+    if (splitters[below + step - 1] < key) below += step;
+  return below;
+}
+
+// Builds the index over splitters already in shared memory (the whole block; ends with a
+// barrier).
+template <class T>
+__device__ SplitterIndex build_splitter_index(const uint32_t* splitters, unsigned count, uint16_t* first) {
+  const uint32_t low = splitters[0];
+  const uint32_t span = splitters[count - 2] - low;  // to the last real splitter
+  const int shift = max(0, 32 - __clz(span) - index_bits);
+  for (unsigned p = threadIdx.x; p <= index_size; p += T::threads) {
+    const bool inside = p < index_size && (p << shift) <= span;
+    first[p] = uint16_t(inside ? splitters_below(splitters, count, low + (p << shift)) : count - 1);
+  }
   __syncthreads();
-  // Each thread takes pairs, not keys: pair p compares key i (p with a zero bit inserted at
-  // position j) with key i + j, so no thread idles on the upper half of a pair.
-  for (unsigned k = 2; k <= padded; k <<= 1)
-    for (unsigned j = k >> 1; j > 0; j >>= 1) {
-      for (unsigned p = threadIdx.x; p < padded / 2; p += threads) {
-        const unsigned i = 2 * p - (p & (j - 1));
-        const uint32_t a = s[i];
-        const uint32_t b = s[i + j];
-        if ((a > b) == ((i & k) == 0)) {
-          s[i] = b;
-          s[i + j] = a;
-        }
+  return SplitterIndex{splitters, first, count, low, shift};
+}
+
+__device__ __forceinline__ unsigned bucket_of(const SplitterIndex& x, uint32_t key) {
+  unsigned below = 0;
+  if (key >= x.low) {
+    // Splitters below the key are at least those below its leading bits' first value, and at
+    // most those below the next one's.
+    const unsigned p = (key - x.low) >> x.shift;
+    unsigned lo = p < index_size ? x.first[p] : x.count - 1;
+    unsigned hi = p < index_size ? x.first[p + 1] : x.count - 1;
+    while (lo < hi) {
+      const unsigned middle = (lo + hi) / 2;
+      if (x.splitters[middle] < key) lo = middle + 1; else hi = middle;
+    }
+    below = lo;
+  }
+  return 2 * below + (below + 1 < x.count && x.splitters[below] == key ? 1u : 0u);
+}
+
+// ---- the block sort: LSD radix sort in shared memory -------------------------------------
+
+template <class T>
+struct SortShared {
+  uint32_t keys[2][T::sort_capacity];
+  unsigned counters[T::counter_words];  // per (digit, warp), digit-major
+  unsigned digit_base[radix_digits];    // the global-memory fallback's running digit offsets
+  unsigned warp_sums[T::warps];
+  uint32_t extremes[2][T::warps];
+  int launched;
+};
+
+__device__ __forceinline__ int bits_of(uint32_t span) { return span == 0 ? 0 : 32 - __clz(span); }
+
+// One stable counting pass: in[0, m) to out[0, m) by the digit ((key - low) >> shift) & 255.
+// Warp w owns keys [w * 32 * items, (w + 1) * 32 * items) and takes them 32 at a time, so the
+// order (digit, warp, round, lane) of the scan below is the keys' own order within a digit.
+// Leaves each (digit, warp 0) counter holding the digit's first place in out.
+template <class T>
+__device__ void radix_pass(const uint32_t* in, uint32_t* out, unsigned m, uint32_t low, int shift,
+                           SortShared<T>& sh) {
+  const int warp = threadIdx.x / 32;
+  const unsigned items = divide_up(m, T::threads);
+  const unsigned first = warp * 32 * items + threadIdx.x % 32;
+  for (unsigned i = threadIdx.x; i < T::counter_words; i += T::threads) sh.counters[i] = 0;
+  __syncthreads();
+  unsigned rank[T::sort_items];
+#pragma unroll
+  for (int r = 0; r < T::sort_items; ++r) {
+    if (unsigned(r) >= items) break;
+    const unsigned i = first + unsigned(r) * 32;
+    const unsigned active = __ballot_sync(full_mask, i < m);
+    if (i < m) {
+      const unsigned digit = ((in[i] - low) >> shift) & (radix_digits - 1);
+      unsigned* counter = &sh.counters[digit * T::counter_stride + warp];
+      const unsigned peers = __match_any_sync(active, digit);
+      const unsigned before = *counter;
+      __syncwarp(active);  // every peer has read the counter before the lowest one moves it
+      if ((peers & lanes_below()) == 0) *counter = before + __popc(peers);
+      __syncwarp(active);
+      rank[r] = before + __popc(peers & lanes_below());
+    }
+  }
+  __syncthreads();
+  block_scan_array<T>(sh.counters, T::counter_words, sh.warp_sums);
+#pragma unroll
+  for (int r = 0; r < T::sort_items; ++r) {
+    if (unsigned(r) >= items) break;
+    const unsigned i = first + unsigned(r) * 32;
+    if (i < m) {
+      const uint32_t key = in[i];
+      const unsigned digit = ((key - low) >> shift) & (radix_digits - 1);
+      out[sh.counters[digit * T::counter_stride + warp] + rank[r]] = key;
+    }
+  }
+  __syncthreads();
+}
+
+// Sorts sh.keys[0][0, m), keys in [low, low + 2^bits), a digit per pass; returns the buffer
+// that holds the result.
+template <class T>
+__device__ int block_radix_sort(unsigned m, uint32_t low, int bits, SortShared<T>& sh) {
+  int current = 0;
+  for (int shift = 0; shift < bits; shift += radix_bits) {
+    radix_pass<T>(sh.keys[current], sh.keys[current ^ 1], m, low, shift, sh);
+    current ^= 1;
+  }
+  return current;
+}
+
+// The smallest and largest of the block's values, to every thread.
+template <class T>
+__device__ void block_extremes(uint32_t& low, uint32_t& high, SortShared<T>& sh) {
+  for (int d = 16; d > 0; d /= 2) {
+    low = min(low, __shfl_xor_sync(full_mask, low, d));
+    high = max(high, __shfl_xor_sync(full_mask, high, d));
+  }
+  if (threadIdx.x % 32 == 0) {
+    sh.extremes[0][threadIdx.x / 32] = low;
+    sh.extremes[1][threadIdx.x / 32] = high;
+  }
+  __syncthreads();
+  for (int w = 0; w < T::warps; ++w) {
+    low = min(low, sh.extremes[0][w]);
+    high = max(high, sh.extremes[1][w]);
+  }
+  __syncthreads();
+}
+
+// Sorts src[0, m) (m <= T::sort_capacity) into dst[0, m) (which may be src), the keys known
+// to lie in [low, low + 2^bits).
+template <class T>
+__device__ void sort_in_block(const uint32_t* src, uint32_t* dst, unsigned m, uint32_t low, int bits,
+                              SortShared<T>& sh) {
+  for (unsigned i = threadIdx.x; i < m; i += T::threads) sh.keys[0][i] = src[i];
+  __syncthreads();
+  const int current = block_radix_sort<T>(m, low, bits, sh);
+  for (unsigned i = threadIdx.x; i < m; i += T::threads) dst[i] = sh.keys[current][i];
+}
+
+// The last resort for a bucket too large for shared memory when no child sort can start (the
+// depth limit, or the pool of bookkeeping is spent): its block sorts it in global memory. Each
+// pass counts the digits, then runs the stable pass above on one tile at a time, whose keys go
+// after those of the same digit from earlier tiles.
+template <class T>
+__device__ void sort_in_global_memory(const Buffers& b, const Segment& s, uint32_t low, int bits,
+                                      SortShared<T>& sh) {
+  uint32_t* from = keys_of(b, s);
+  uint32_t* to = other_keys_of(b, s);
+  for (int shift = 0; shift < bits; shift += radix_bits) {
+    for (unsigned d = threadIdx.x; d < radix_digits; d += T::threads) sh.digit_base[d] = 0;
+    __syncthreads();
+    for (unsigned i = threadIdx.x; i < s.size; i += T::threads)
+      atomicAdd(&sh.digit_base[((from[i] - low) >> shift) & (radix_digits - 1)], 1u);
+    __syncthreads();
+    block_scan_array<T>(sh.digit_base, radix_digits, sh.warp_sums);
+    for (unsigned tile = 0; tile < s.size; tile += T::sort_capacity) {
+      const unsigned m = min(T::sort_capacity, s.size - tile);
+      for (unsigned i = threadIdx.x; i < m; i += T::threads) sh.keys[0][i] = from[tile + i];
+      radix_pass<T>(sh.keys[0], sh.keys[1], m, low, shift, sh);  // its first barrier orders the loads
+      for (unsigned j = threadIdx.x; j < m; j += T::threads) {
+        const uint32_t key = sh.keys[1][j];
+        const unsigned digit = ((key - low) >> shift) & (radix_digits - 1);
+        to[sh.digit_base[digit] + j - sh.counters[digit * T::counter_stride]] = key;
+      }
+      __syncthreads();
+      for (unsigned d = threadIdx.x; d < radix_digits; d += T::threads) {
+        const unsigned next = d + 1 < radix_digits ? sh.counters[(d + 1) * T::counter_stride] : m;
+        sh.digit_base[d] += next - sh.counters[d * T::counter_stride];
       }
       __syncthreads();
     }
-  for (unsigned i = threadIdx.x; i < size; i += threads) out[i] = s[i];
-  __syncthreads();  // s is reused by the next segment
+    uint32_t* swap = from;
+    from = to;
+    to = swap;
+  }
+  uint32_t* dst = b.keys + s.begin;
+  if (from != dst)
+    for (unsigned i = threadIdx.x; i < s.size; i += T::threads) dst[i] = from[i];
 }
 
-// Fills keys[begin, end) with `value`, the whole block.
-__device__ void block_fill(uint32_t* keys, unsigned begin, unsigned end, uint32_t value) {
-  for (unsigned i = begin + threadIdx.x; i < end; i += threads) keys[i] = value;
+// ---- the stages --------------------------------------------------------------------------
+
+template <class T>
+__global__ void __launch_bounds__(T::threads) sample_splitters_kernel(SegmentSort job);
+
+// Keys of chunk g of the segment: [begin, end), relative to it.
+__device__ __forceinline__ void chunk_range(const SegmentSort& job, unsigned g, unsigned& begin, unsigned& end) {
+  begin = min(job.segment.size, g * job.plan.chunk_keys);
+  end = min(job.segment.size, begin + job.plan.chunk_keys);
 }
 
-// One block sorts a whole segment: a stack of segments, the smaller child first so the stack
-// stays shallow; three-way tile partitions down to sort_max keys, then a bitonic sort.
-struct BlockSortShared {
-  TileShared tile;
-  uint32_t sort_space[sort_max];
-  Segment stack[stack_capacity];
-  int top;
-  Segment current;
-  unsigned cursors[2];
+template <class T>
+__device__ void load_splitters(const SegmentSort& job, uint32_t* splitters) {
+  for (unsigned i = threadIdx.x; i < job.plan.splitters; i += T::threads) splitters[i] = job.meta.splitters[i];
+}
+
+__host__ __device__ unsigned histogram_shared_bytes(const Plan& p) {
+  return (p.splitters + p.buckets + index_words) * unsigned(sizeof(unsigned));
+}
+
+// Stage 2: counts chunk blockIdx.x's keys per bucket, then claims the chunk's room in every
+// bucket it has keys in (chunk_offsets), adding to the bucket's total.
+template <class T>
+__global__ void __launch_bounds__(T::threads) bucket_histogram_kernel(SegmentSort job) {
+  const unsigned count = job.plan.splitters;
+  const unsigned buckets = job.plan.buckets;
+  uint32_t* splitters = shared_storage<uint32_t>();
+  unsigned* counts = splitters + count;
+  uint16_t* index_first = reinterpret_cast<uint16_t*>(counts + buckets);
+  load_splitters<T>(job, splitters);
+  for (unsigned b = threadIdx.x; b < buckets; b += T::threads) counts[b] = 0;
+  __syncthreads();
+  const SplitterIndex index = build_splitter_index<T>(splitters, count, index_first);
+  const uint32_t* src = keys_of(job.buffers, job.segment);
+  unsigned begin, end;
+  chunk_range(job, blockIdx.x, begin, end);
+  for (unsigned base = begin; base < end; base += T::threads * histogram_items) {
+    uint32_t key[histogram_items];
+#pragma unroll
+    for (int r = 0; r < histogram_items; ++r) {  // every load in flight before the first search
+      const unsigned i = base + unsigned(r) * T::threads + threadIdx.x;
+      key[r] = i < end ? src[i] : 0u;
+    }
+#pragma unroll
+    for (int r = 0; r < histogram_items; ++r) {
+      const bool valid = base + unsigned(r) * T::threads + threadIdx.x < end;
+      const unsigned active = __ballot_sync(full_mask, valid);
+      if (valid) warp_aggregated_increment(counts, bucket_of(index, key[r]), active);
+    }
+  }
+  __syncthreads();
+  for (unsigned b = threadIdx.x; b < buckets; b += T::threads) {
+    const unsigned c = counts[b];
+    if (c != 0) job.meta.chunk_offsets[blockIdx.x * buckets + b] = atomicAdd(&job.meta.totals[b], c);
+  }
+}
+
+// The scatter's shared memory, as offsets in words (its size depends on the plan).
+struct ScatterLayout {
+  unsigned splitters, index, write_at, tile_count, tile_start, staged_keys, staged_buckets, warp_sums, words;
 };
 
-__device__ void block_quicksort(const Buffers& buffers, const Segment& root, BlockSortShared& sh) {
-  if (threadIdx.x == 0) {
-    sh.stack[0] = root;
-    sh.top = 1;
-  }
-  __syncthreads();
-  for (;;) {
-    const int remaining = sh.top;
-    __syncthreads();  // every thread has read `top` before thread 0 pops
-    if (remaining == 0) break;
-    if (threadIdx.x == 0) sh.current = sh.stack[--sh.top];
-    __syncthreads();
-    const Segment seg = sh.current;
-    const uint32_t* src = source_of(buffers, seg);
-    const unsigned size = seg.end - seg.begin;
-    if (size <= sort_max) {
-      if (size == 1 && seg.in_keys) continue;  // a single key already in place
-      block_bitonic_sort(src + seg.begin, buffers.keys + seg.begin, size, sh.sort_space);
-      continue;  // block_bitonic_sort ended with a barrier: `top` is settled
-    }
-    if (threadIdx.x == 0) sh.cursors[0] = sh.cursors[1] = 0;
-    // partition_tile's first barrier orders this before its atomics
-    uint32_t* dst = destination_of(buffers, seg);
-    for (unsigned t = seg.begin; t < seg.end; t += tile)
-      partition_tile(src, dst, seg.begin, seg.end, t, min(t + tile, seg.end), t == seg.begin, sh.cursors, sh.tile);
-    const unsigned less = sh.cursors[0];
-    const unsigned greater = sh.cursors[1];
-    block_fill(buffers.keys, seg.begin + less, seg.end - greater, sh.tile.pivot);
-    if (threadIdx.x == 0) {
-      const Segment left{seg.begin, seg.begin + less, !seg.in_keys};
-      const Segment right{seg.end - greater, seg.end, !seg.in_keys};
-      const bool left_smaller = less < greater;
-      const Segment& larger = left_smaller ? right : left;
-      const Segment& smaller = left_smaller ? left : right;
-      if (larger.end > larger.begin) sh.stack[sh.top++] = larger;
-      if (smaller.end > smaller.begin) sh.stack[sh.top++] = smaller;
-    }
-    __syncthreads();
-  }
-}
-
-// Phase 2: resident blocks take queue items until none is left.
-__global__ void __launch_bounds__(threads, min_blocks_per_sm) work_queue_kernel(Buffers buffers) {
-  __shared__ BlockSortShared sh;
-  __shared__ unsigned taken;
-  for (;;) {
-    if (threadIdx.x == 0) taken = atomicAdd(&buffers.control->items_taken, 1u);
-    __syncthreads();
-    const unsigned index = taken;
-    __syncthreads();  // `taken` is written again at the next turn
-    if (index >= buffers.control->items) return;
-    const WorkItem item = buffers.items[index];
-    if (item.fill)
-      block_fill(buffers.keys, item.seg.begin, item.seg.end, item.value);
-    else
-      block_quicksort(buffers, item.seg, sh);
-  }
-}
-
-// Appends work items, from any thread: `count` slots taken at once.
-__device__ WorkItem* claim_items(const Buffers& buffers, unsigned count) {
-  const unsigned first = atomicAdd(&buffers.control->items, count);
-  return buffers.items + first;
-}
-
-__device__ void queue_sort(const Buffers& buffers, const Segment& seg) {
-  const unsigned size = seg.end - seg.begin;
-  if (size == 0 || (size == 1 && seg.in_keys)) return;
-  *claim_items(buffers, 1) = WorkItem{seg, 0, 0};
-}
-
-// The pivot run d_keys[begin, end), cut into items of fill_chunk keys.
-__device__ void queue_fill(const Buffers& buffers, unsigned begin, unsigned end, uint32_t value) {
-  if (end <= begin) return;
-  const unsigned count = (end - begin + fill_chunk - 1) / fill_chunk;
-  WorkItem* item = claim_items(buffers, count);
-  for (unsigned c = 0; c < count; ++c)
-    item[c] = WorkItem{{begin + c * fill_chunk, min(end, begin + (c + 1) * fill_chunk), 1}, 1, value};
-}
-
-__global__ void level_kernel(Buffers buffers, int level);
-
-// A child of a large segment: the next level's list if it is still large (and levels are
-// left), else the queue.
-__device__ void place_child(const Buffers& buffers, const Segment& child, int next_level) {
-  if (child.end - child.begin > large_min && next_level < max_levels) {
-    const unsigned slot = atomicAdd(&buffers.control->next_segments, 1u);
-    buffers.levels[next_level & 1][slot].seg = child;
-  } else {
-    queue_sort(buffers, child);
-  }
-}
-
-__device__ __forceinline__ unsigned tiles_of(const Segment& seg) { return (seg.end - seg.begin + tile - 1) / tile; }
-
-// The next level's segments get cleared cursors and first tiles (an exclusive scan of their
-// tile counts); returns the level's total tiles. The whole block.
-__device__ unsigned prepare_level(const Buffers& buffers, LevelSegment* list, unsigned count, TileShared& sh) {
-  unsigned carried = 0;
-  for (unsigned base = 0; base < count; base += threads) {
-    const unsigned i = base + threadIdx.x;
-    unsigned tiles = 0;
-    if (i < count) {
-      LevelSegment& s = list[i];
-      s.less = s.greater = 0;
-      tiles = tiles_of(s.seg);
-    }
-    unsigned total = 0;
-    const unsigned before = block_exclusive_scan(tiles, sh.warp_sums, total);
-    if (i < count) list[i].first_tile = carried + before;
-    carried += total;
-  }
-  return carried;
-}
-
-// Starts a level's grid (fire-and-forget: it belongs to the launching grid, which is complete
-// only once it is).
-__device__ void launch_level(const Buffers& buffers, int level, unsigned tiles) {
-  if (threadIdx.x == 0 && tiles > 0) level_kernel<<<tiles, threads, 0, cudaStreamFireAndForget>>>(buffers, level);
-}
-
-// Run by the last block of a level's grid: children, pivot runs, and the next level.
-__device__ void finish_level(const Buffers& buffers, int level, TileShared& sh) {
-  // Cursors and counters were changed by other blocks' atomics (in L2): read them past L1,
-  // where this SM's blocks may have left stale copies of their lines.
-  Control* control = buffers.control;
-  const LevelSegment* list = buffers.levels[level & 1];
-  const unsigned count = __ldcg(&control->level_segments);
-  for (unsigned i = threadIdx.x; i < count; i += threads) {
-    const Segment seg = list[i].seg;
-    const uint32_t pivot = __ldcg(&list[i].pivot);
-    const unsigned less = __ldcg(&list[i].less);
-    const unsigned greater = __ldcg(&list[i].greater);
-    queue_fill(buffers, seg.begin + less, seg.end - greater, pivot);
-    place_child(buffers, Segment{seg.begin, seg.begin + less, !seg.in_keys}, level + 1);
-    place_child(buffers, Segment{seg.end - greater, seg.end, !seg.in_keys}, level + 1);
-  }
-  __threadfence();
-  __syncthreads();
-  const unsigned next = __ldcg(&control->next_segments);
-  const unsigned tiles = prepare_level(buffers, buffers.levels[(level + 1) & 1], next, sh);
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    control->level_segments = next;
-    control->next_segments = 0;
-    control->blocks_done = 0;
-    __threadfence();
-  }
-  launch_level(buffers, level + 1, tiles);
-}
-
-// The segment whose tiles include `block`: the last one whose first tile is not past it.
-__device__ unsigned find_segment(const LevelSegment* list, unsigned count, unsigned block) {
-  unsigned low = 0, high = count;  // the answer is in [low, high)
-  while (high - low > 1) {
-    const unsigned middle = (low + high) / 2;
-    if (list[middle].first_tile <= block) low = middle; else high = middle;
-  }
-  return low;
-}
-
-// One block per tile of every large segment of `level`.
-__global__ void __launch_bounds__(threads, min_blocks_per_sm) level_kernel(Buffers buffers, int level) {
-  __shared__ TileShared tile_shared;
-  __shared__ unsigned found;
-  __shared__ bool last;
-  LevelSegment* list = buffers.levels[level & 1];
-  if (threadIdx.x == 0) found = find_segment(list, buffers.control->level_segments, blockIdx.x);
-  __syncthreads();
-  LevelSegment* s = &list[found];
-  const Segment seg = s->seg;
-  const unsigned tile_begin = seg.begin + (blockIdx.x - s->first_tile) * tile;
-  partition_tile(source_of(buffers, seg), destination_of(buffers, seg), seg.begin, seg.end, tile_begin,
-                 min(tile_begin + tile, seg.end), true, &s->less, tile_shared);
-  if (threadIdx.x == 0 && blockIdx.x == s->first_tile) s->pivot = tile_shared.pivot;
-
-  // Publish this block's keys and cursors before its ticket; the block that takes the last
-  // ticket sees every block's.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&buffers.control->blocks_done, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  finish_level(buffers, level, tile_shared);
-}
-
-// Phase 1's start, one block: the whole array is level 0's only segment, or a queue item.
-__global__ void __launch_bounds__(threads) start_kernel(Buffers buffers, unsigned n) {
-  __shared__ TileShared sh;
-  Control* control = buffers.control;
-  if (threadIdx.x == 0) *control = Control{};
-  const Segment whole{0, n, 1};
-  __syncthreads();
-  if (n <= large_min) {
-    if (threadIdx.x == 0) queue_sort(buffers, whole);
-    return;
-  }
-  if (threadIdx.x == 0) {
-    buffers.levels[0][0].seg = whole;
-    control->level_segments = 1;
-  }
-  __syncthreads();
-  const unsigned tiles = prepare_level(buffers, buffers.levels[0], 1, sh);
-  __threadfence();
-  launch_level(buffers, 0, tiles);
-}
-
-size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// Large segments of one level are disjoint and longer than large_min.
-size_t level_capacity(size_t n) { return n / large_min + 1; }
-
-// Each level adds at most two sort items per segment, and fill items of at most
-// (its pivot runs' keys / fill_chunk + one per segment).
-size_t item_capacity(size_t n) {
-  return size_t(max_levels) * (3 * level_capacity(n) + n / fill_chunk) + 1;
-}
-
-struct Layout {
-  size_t scratch, control, levels, items, total;
-};
-
-Layout layout(size_t n) {
-  Layout l{};
-  l.scratch = 0;
-  l.control = align_up(n * sizeof(uint32_t));
-  l.levels = l.control + align_up(sizeof(Control));
-  l.items = l.levels + 2 * align_up(level_capacity(n) * sizeof(LevelSegment));
-  l.total = l.items + align_up(item_capacity(n) * sizeof(WorkItem));
+template <class T>
+__host__ __device__ ScatterLayout scatter_layout(const Plan& p) {
+  ScatterLayout l;
+  l.splitters = 0;
+  l.index = l.splitters + p.splitters;
+  l.write_at = l.index + index_words;
+  l.tile_count = l.write_at + p.buckets;
+  l.tile_start = l.tile_count + p.buckets;
+  l.staged_keys = l.tile_start + p.buckets;
+  l.staged_buckets = l.staged_keys + T::tile_keys;  // 16-bit bucket numbers
+  l.warp_sums = l.staged_buckets + T::tile_keys / 2;
+  l.words = l.warp_sums + T::warps;
   return l;
 }
 
-// Phase 2's grid: as many blocks as fit on the GPU at once (they loop over the queue).
-unsigned resident_blocks() {
-  static const unsigned blocks = [] {
-    int device = 0, sms = 0, per_sm = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, work_queue_kernel, threads, 0);
-    return unsigned(std::max(1, sms * std::max(1, per_sm)));
+// Stage 3: moves chunk blockIdx.x's keys into the other buffer, at the room stage 2 claimed.
+// A tile at a time: its keys are ranked within their buckets (shared-memory atomics), staged
+// in bucket order in shared memory, and written out in that order, so that consecutive threads
+// write consecutive places of a bucket.
+template <class T>
+__global__ void __launch_bounds__(T::threads) bucket_scatter_kernel(SegmentSort job) {
+  const unsigned count = job.plan.splitters;
+  const unsigned buckets = job.plan.buckets;
+  const ScatterLayout l = scatter_layout<T>(job.plan);
+  unsigned* shared = shared_storage<unsigned>();
+  uint32_t* splitters = shared + l.splitters;
+  uint16_t* index_first = reinterpret_cast<uint16_t*>(shared + l.index);
+  unsigned* write_at = shared + l.write_at;  // the chunk's next place in each bucket
+  unsigned* tile_count = shared + l.tile_count;
+  unsigned* tile_start = shared + l.tile_start;
+  uint32_t* staged_keys = shared + l.staged_keys;
+  uint16_t* staged_buckets = reinterpret_cast<uint16_t*>(shared + l.staged_buckets);
+  unsigned* warp_sums = shared + l.warp_sums;
+
+  load_splitters<T>(job, splitters);
+  for (unsigned b = threadIdx.x; b < buckets; b += T::threads) write_at[b] = job.meta.totals[b];
+  __syncthreads();
+  const SplitterIndex index = build_splitter_index<T>(splitters, count, index_first);
+  block_scan_array<T>(write_at, buckets, warp_sums);  // now the buckets' starts
+  if (blockIdx.x == 0) {
+    for (unsigned b = threadIdx.x; b < buckets; b += T::threads) job.meta.bucket_start[b] = write_at[b];
+    if (threadIdx.x == 0) job.meta.bucket_start[buckets] = job.segment.size;
+  }
+  __syncthreads();
+  // A bucket this chunk has no keys in gets a meaningless place here, and never uses it.
+  for (unsigned b = threadIdx.x; b < buckets; b += T::threads)
+    write_at[b] += job.meta.chunk_offsets[blockIdx.x * buckets + b];
+
+  const uint32_t* src = keys_of(job.buffers, job.segment);
+  uint32_t* dst = other_keys_of(job.buffers, job.segment);
+  unsigned begin, end;
+  chunk_range(job, blockIdx.x, begin, end);
+  for (unsigned base = begin; base < end; base += T::tile_keys) {
+    const unsigned tile_size = min(T::tile_keys, end - base);
+    for (unsigned b = threadIdx.x; b < buckets; b += T::threads) tile_count[b] = 0;
+    uint32_t key[T::tile_items];
+#pragma unroll
+    for (int r = 0; r < T::tile_items; ++r) {
+      const unsigned i = unsigned(r) * T::threads + threadIdx.x;
+      key[r] = i < tile_size ? src[base + i] : 0u;
+    }
+    __syncthreads();
+    unsigned slot[T::tile_items];  // bucket << 16 | rank among the tile's keys of that bucket
+#pragma unroll
+    for (int r = 0; r < T::tile_items; ++r) {
+      const bool valid = unsigned(r) * T::threads + threadIdx.x < tile_size;
+      const unsigned active = __ballot_sync(full_mask, valid);
+      if (valid) {
+        const unsigned bucket = bucket_of(index, key[r]);
+        slot[r] = bucket << 16 | warp_aggregated_increment(tile_count, bucket, active);
+      }
+    }
+    __syncthreads();
+    for (unsigned b = threadIdx.x; b < buckets; b += T::threads) tile_start[b] = tile_count[b];
+    __syncthreads();
+    block_scan_array<T>(tile_start, buckets, warp_sums);
+#pragma unroll
+    for (int r = 0; r < T::tile_items; ++r) {
+      if (unsigned(r) * T::threads + threadIdx.x < tile_size) {
+        const unsigned bucket = slot[r] >> 16;
+        const unsigned j = tile_start[bucket] + (slot[r] & 0xffffu);
+        staged_keys[j] = key[r];
+        staged_buckets[j] = uint16_t(bucket);
+      }
+    }
+    __syncthreads();
+    for (unsigned j = threadIdx.x; j < tile_size; j += T::threads) {
+      const unsigned bucket = staged_buckets[j];
+      dst[write_at[bucket] + j - tile_start[bucket]] = staged_keys[j];
+    }
+    __syncthreads();
+    for (unsigned b = threadIdx.x; b < buckets; b += T::threads) write_at[b] += tile_count[b];
+    __syncthreads();
+  }
+}
+
+// A bucket too large for one block becomes a sort of its own: its bookkeeping from the pool,
+// and stage 1 launched on it (fire-and-forget: the launching grid is complete only once the
+// child's whole tree is). Run by one thread; false when the bucket must be sorted here.
+template <class T>
+__device__ bool launch_child_sort(const Buffers& b, const Segment& bucket) {
+  if (bucket.depth > max_depth) return false;
+  const Plan plan = plan_for<T>(bucket.size, b.sms);
+  const unsigned words = meta_words(plan);
+  const unsigned at = atomicAdd(&b.control->pool_used, words);
+  if (at > b.pool_words || words > b.pool_words - at) return false;
+  const SegmentSort child{b, bucket, plan, carve_meta(b.pool + at, plan)};
+  sample_splitters_kernel<T><<<1, T::threads, sizeof(SortShared<T>), cudaStreamFireAndForget>>>(child);
+  return cudaGetLastError() == cudaSuccess;
+}
+
+// Open bucket 2i: sorted by this block into d_keys, or handed to a child sort.
+template <class T>
+__device__ void sort_open_bucket(const SegmentSort& job, unsigned i, SortShared<T>& sh) {
+  const unsigned first = job.meta.bucket_start[2 * i];
+  const unsigned size = job.meta.bucket_start[2 * i + 1] - first;
+  if (size == 0) return;
+  // Its keys lie strictly between splitters i - 1 and i, so only the bits by which
+  // (key - low) can differ need sorting.
+  const uint32_t low = i == 0 ? 0u : job.meta.splitters[i - 1] + 1u;
+  const uint32_t high = i + 1 == job.plan.splitters ? UINT_MAX : job.meta.splitters[i] - 1u;
+  const Segment bucket{job.segment.begin + first, size, !job.segment.in_keys, job.segment.depth + 1};
+  if (size <= T::block_sort_max) {
+    sort_in_block<T>(keys_of(job.buffers, bucket), job.buffers.keys + bucket.begin, size, low, bits_of(high - low),
+                     sh);
+    return;
+  }
+  if (threadIdx.x == 0) sh.launched = launch_child_sort<T>(job.buffers, bucket);
+  __syncthreads();
+  if (!sh.launched) sort_in_global_memory<T>(job.buffers, bucket, low, bits_of(high - low), sh);
+}
+
+// Writes every splitter over its equal bucket within keys [f * fill_keys, (f + 1) * fill_keys)
+// of the segment: one run of equal keys can hold most of the segment, more than one block
+// should write.
+template <class T>
+__device__ void fill_equal_buckets(const SegmentSort& job, unsigned f) {
+  const unsigned* start = job.meta.bucket_start;
+  const unsigned from = f * fill_keys;
+  const unsigned to = min(job.segment.size, from + fill_keys);
+  unsigned low = 0, high = job.plan.buckets;  // the last bucket starting at or before `from`
+  while (high - low > 1) {
+    const unsigned middle = (low + high) / 2;
+    if (start[middle] <= from) low = middle; else high = middle;
+  }
+  uint32_t* keys = job.buffers.keys + job.segment.begin;
+  for (unsigned b = low; b < job.plan.buckets && start[b] < to; ++b) {
+    if (b % 2 == 0) continue;
+    const uint32_t value = job.meta.splitters[b / 2];
+    const unsigned run_end = min(start[b + 1], to);
+    for (unsigned i = max(start[b], from) + threadIdx.x; i < run_end; i += T::threads) keys[i] = value;
+  }
+}
+
+__host__ __device__ unsigned fill_blocks(unsigned size) { return divide_up(size, fill_keys); }
+
+// Stage 4: blocks [0, S) sort the open buckets, the rest fill the equal ones.
+template <class T>
+__global__ void __launch_bounds__(T::threads) bucket_sort_kernel(SegmentSort job) {
+  SortShared<T>& sh = *shared_storage<SortShared<T>>();
+  if (blockIdx.x < job.plan.splitters)
+    sort_open_bucket<T>(job, blockIdx.x, sh);
+  else
+    fill_equal_buckets<T>(job, blockIdx.x - job.plan.splitters);
+}
+
+// Stage 1, one block: the splitters from a sorted sample, then the other stages, each in the
+// tail stream of this grid so that each starts once the one before it is complete.
+template <class T>
+__global__ void __launch_bounds__(T::threads) sample_splitters_kernel(SegmentSort job) {
+  SortShared<T>& sh = *shared_storage<SortShared<T>>();
+  const Plan& p = job.plan;
+  for (unsigned b = threadIdx.x; b < p.buckets; b += T::threads) job.meta.totals[b] = 0;
+  // Key j of the sample: a pseudo-random place in the j-th of `sample` equal stretches, so the
+  // sample covers the whole segment and no stride in the input lines up with it.
+  const uint32_t* src = keys_of(job.buffers, job.segment);
+  const unsigned stretch = job.segment.size / p.sample;
+  uint32_t low = UINT_MAX, high = 0;
+  for (unsigned j = threadIdx.x; j < p.sample; j += T::threads) {
+    unsigned x = (j * 0x9e3779b9u) ^ job.segment.begin;
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    const uint32_t key = src[unsigned(uint64_t(j) * job.segment.size / p.sample) + x % stretch];
+    sh.keys[0][j] = key;
+    low = min(low, key);
+    high = max(high, key);
+  }
+  block_extremes<T>(low, high, sh);
+  const int current = block_radix_sort<T>(p.sample, low, bits_of(high - low), sh);
+  for (unsigned i = threadIdx.x; i < p.splitters; i += T::threads)
+    job.meta.splitters[i] = i + 1 < p.splitters ? sh.keys[current][(i + 1) * p.sample / p.splitters] : UINT_MAX;
+  if (threadIdx.x == 0) {
+    bucket_histogram_kernel<T><<<p.chunks, T::threads, histogram_shared_bytes(p), cudaStreamTailLaunch>>>(job);
+    bucket_scatter_kernel<T><<<p.chunks, T::threads, scatter_layout<T>(p).words * sizeof(unsigned),
+                               cudaStreamTailLaunch>>>(job);
+    bucket_sort_kernel<T><<<p.splitters + fill_blocks(job.segment.size), T::threads, sizeof(SortShared<T>),
+                            cudaStreamTailLaunch>>>(job);
+    if (cudaGetLastError() != cudaSuccess) __trap();  // a stage that never runs: fail loudly
+  }
+}
+
+// n <= one block sort's capacity: the block sorts the whole array.
+template <class T>
+__global__ void __launch_bounds__(T::threads) block_radix_sort_kernel(uint32_t* keys, unsigned n) {
+  SortShared<T>& sh = *shared_storage<SortShared<T>>();
+  uint32_t low = UINT_MAX, high = 0;
+  for (unsigned i = threadIdx.x; i < n; i += T::threads) {
+    low = min(low, keys[i]);
+    high = max(high, keys[i]);
+  }
+  block_extremes<T>(low, high, sh);
+  sort_in_block<T>(keys, keys, n, low, bits_of(high - low), sh);
+}
+
+// ---- host side ---------------------------------------------------------------------------
+
+size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// The child sorts' bookkeeping: at each depth the children's segments are disjoint, and a
+// child's words are at most a quarter of its keys (its chunks x buckets counts) plus a few.
+size_t pool_words(size_t n) {
+  return size_t(max_depth) * (n / 4 + 8 * (n / CompactTuning::block_sort_max + 1) + 1024);
+}
+
+struct Layout {
+  size_t scratch, control, meta, pool, total;
+};
+
+// The top segment's bookkeeping is sized for the larger plan of the two tunings.
+Layout layout(size_t n) {
+  const unsigned top_words = std::max(meta_words(plan_for<WideTuning>(unsigned(n), max_chunks)),
+                                      meta_words(plan_for<CompactTuning>(unsigned(n), max_chunks)));
+  Layout l{};
+  l.scratch = 0;
+  l.control = align_up(n * sizeof(uint32_t));
+  l.meta = l.control + align_up(sizeof(Control));
+  l.pool = l.meta + align_up(top_words * sizeof(unsigned));
+  l.total = l.pool + align_up(pool_words(n) * sizeof(unsigned));
+  return l;
+}
+
+template <class T>
+void allow_shared_memory() {
+  Plan largest{};
+  largest.splitters = T::max_splitters;
+  largest.buckets = 2 * T::max_splitters;
+  const int sort_bytes = int(sizeof(SortShared<T>));
+  cudaFuncSetAttribute(sample_splitters_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, sort_bytes);
+  cudaFuncSetAttribute(bucket_sort_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, sort_bytes);
+  cudaFuncSetAttribute(block_radix_sort_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, sort_bytes);
+  cudaFuncSetAttribute(bucket_histogram_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       int(histogram_shared_bytes(largest)));
+  cudaFuncSetAttribute(bucket_scatter_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       int(scatter_layout<T>(largest).words * sizeof(unsigned)));
+}
+
+template <class T>
+size_t largest_shared_bytes() {
+  Plan largest{};
+  largest.splitters = T::max_splitters;
+  largest.buckets = 2 * T::max_splitters;
+  return std::max(sizeof(SortShared<T>), size_t(scatter_layout<T>(largest).words) * sizeof(unsigned));
+}
+
+struct Device {
+  bool wide;     // the GPU gives a block enough shared memory for WideTuning
+  unsigned sms;  // sizes the histogram's and the scatter's grids
+};
+
+// Once per process: the tuning the GPU's shared memory allows, opted in past 48 KB (launches
+// from the device use the same attributes), and room for the device runtime's pending launches
+// (a child sort holds four until they run).
+Device prepare_device() {
+  static const Device device = [] {
+    int id = 0, sms = 0, optin = 0;
+    cudaGetDevice(&id);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, id);
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, id);
+    const bool wide = size_t(optin) >= largest_shared_bytes<WideTuning>();
+    allow_shared_memory<CompactTuning>();
+    if (wide) allow_shared_memory<WideTuning>();
+    size_t pending = 0;
+    constexpr size_t wanted_pending = size_t(1) << 15;
+    if (cudaDeviceGetLimit(&pending, cudaLimitDevRuntimePendingLaunchCount) == cudaSuccess && pending < wanted_pending)
+      cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, wanted_pending);
+    return Device{wide, unsigned(std::max(1, sms))};
   }();
-  return blocks;
+  return device;
+}
+
+template <class T>
+void sort_keys(uint32_t* d_keys, unsigned n, char* temp, unsigned sms, cudaStream_t stream) {
+  if (n <= T::block_sort_max) {
+    block_radix_sort_kernel<T><<<1, T::threads, sizeof(SortShared<T>), stream>>>(d_keys, n);
+    return;
+  }
+  const Layout l = layout(n);
+  const Buffers buffers{d_keys,
+                        reinterpret_cast<uint32_t*>(temp + l.scratch),
+                        reinterpret_cast<Control*>(temp + l.control),
+                        reinterpret_cast<unsigned*>(temp + l.pool),
+                        unsigned(pool_words(n)),
+                        sms};
+  cudaMemsetAsync(buffers.control, 0, sizeof(Control), stream);
+  const Plan plan = plan_for<T>(n, sms);
+  const SegmentSort root{buffers, Segment{0, n, 1, 0}, plan, carve_meta(reinterpret_cast<unsigned*>(temp + l.meta), plan)};
+  sample_splitters_kernel<T><<<1, T::threads, sizeof(SortShared<T>), stream>>>(root);
 }
 
 }  // namespace
@@ -502,17 +803,14 @@ extern "C" size_t quicksort_temp_bytes(size_t n) { return layout(n).total; }
 extern "C" void quicksort(uint32_t* d_keys, size_t n, void* d_temp, size_t temp_bytes, cudaStream_t stream) {
   (void)temp_bytes;
   if (n <= 1) return;
-  char* temp = static_cast<char*>(d_temp);
-  const Layout l = layout(n);
-  const size_t level_bytes = align_up(level_capacity(n) * sizeof(LevelSegment));
-  const Buffers buffers{d_keys,
-                        reinterpret_cast<uint32_t*>(temp + l.scratch),
-                        reinterpret_cast<Control*>(temp + l.control),
-                        {reinterpret_cast<LevelSegment*>(temp + l.levels),
-                         reinterpret_cast<LevelSegment*>(temp + l.levels + level_bytes)},
-                        reinterpret_cast<WorkItem*>(temp + l.items),
-                        unsigned(level_capacity(n)),
-                        unsigned(item_capacity(n))};
-  start_kernel<<<1, threads, 0, stream>>>(buffers, unsigned(n));
-  work_queue_kernel<<<resident_blocks(), threads, 0, stream>>>(buffers);
+  const Device device = prepare_device();
+#ifdef QUICKSORT_FORCE_COMPACT  // a test build: the compact shape on any GPU
+  const bool wide = false;
+#else
+  const bool wide = device.wide;
+#endif
+  if (wide)
+    sort_keys<WideTuning>(d_keys, unsigned(n), static_cast<char*>(d_temp), device.sms, stream);
+  else
+    sort_keys<CompactTuning>(d_keys, unsigned(n), static_cast<char*>(d_temp), device.sms, stream);
 }
