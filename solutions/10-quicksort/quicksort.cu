@@ -728,19 +728,22 @@ Layout layout(size_t n) {
   return l;
 }
 
+// False if a setting failed.
 template <class T>
-void allow_shared_memory() {
+bool allow_shared_memory() {
   Plan largest{};
   largest.splitters = T::max_splitters;
   largest.buckets = 2 * T::max_splitters;
   const int sort_bytes = int(sizeof(SortShared<T>));
-  cudaFuncSetAttribute(sample_splitters_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, sort_bytes);
-  cudaFuncSetAttribute(bucket_sort_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, sort_bytes);
-  cudaFuncSetAttribute(block_radix_sort_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, sort_bytes);
-  cudaFuncSetAttribute(bucket_histogram_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       int(histogram_shared_bytes(largest)));
-  cudaFuncSetAttribute(bucket_scatter_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       int(scatter_layout<T>(largest).words * sizeof(unsigned)));
+  const auto allow = [](auto kernel, int bytes) {
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess;
+  };
+  bool ok = allow(sample_splitters_kernel<T>, sort_bytes);
+  ok &= allow(bucket_sort_kernel<T>, sort_bytes);
+  ok &= allow(block_radix_sort_kernel<T>, sort_bytes);
+  ok &= allow(bucket_histogram_kernel<T>, int(histogram_shared_bytes(largest)));
+  ok &= allow(bucket_scatter_kernel<T>, int(scatter_layout<T>(largest).words * sizeof(unsigned)));
+  return ok;
 }
 
 template <class T>
@@ -758,7 +761,8 @@ struct Device {
 
 // Once per process: the tuning the GPU's shared memory allows, opted in past 48 KB (launches
 // from the device use the same attributes), and room for the device runtime's pending launches
-// (a child sort holds four until they run).
+// (a child sort holds four until they run). A call here that fails leaves its error behind for
+// the caller's next check, so it is cleared: the sort still runs, short of that setting.
 Device prepare_device() {
   static const Device device = [] {
     int id = 0, sms = 0, optin = 0;
@@ -766,12 +770,13 @@ Device prepare_device() {
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, id);
     cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, id);
     const bool wide = size_t(optin) >= largest_shared_bytes<WideTuning>();
-    allow_shared_memory<CompactTuning>();
-    if (wide) allow_shared_memory<WideTuning>();
+    bool ok = allow_shared_memory<CompactTuning>();
+    if (wide) ok &= allow_shared_memory<WideTuning>();
     size_t pending = 0;
     constexpr size_t wanted_pending = size_t(1) << 15;
     if (cudaDeviceGetLimit(&pending, cudaLimitDevRuntimePendingLaunchCount) == cudaSuccess && pending < wanted_pending)
-      cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, wanted_pending);
+      ok &= cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, wanted_pending) == cudaSuccess;
+    if (!ok) cudaGetLastError();
     return Device{wide, unsigned(std::max(1, sms))};
   }();
   return device;
