@@ -6,8 +6,7 @@
 // partition and one block sort per part finish 2^24 keys:
 //
 //   1. sample_splitters_kernel (one block): sorts a sample of the segment's keys in shared
-//      memory and keeps every (sample / S)-th key as a splitter, then launches stages 2-4 into
-//      its tail stream (each starts when the one before it, with all it launched, is complete);
+//      memory and keeps every (sample / S)-th key as a splitter;
 //   2. bucket_histogram_kernel: each block counts its chunk's keys per bucket (a binary search
 //      of the splitters in shared memory) and claims its room in each bucket with one atomicAdd;
 //   3. bucket_scatter_kernel: each block moves its chunk's keys to the other buffer, a tile at
@@ -15,8 +14,15 @@
 //      coalesced run;
 //   4. bucket_sort_kernel: a block per bucket sorts it in shared memory (an LSD radix sort over
 //      only the bits by which the bucket's keys can differ) and writes it to d_keys. A bucket
-//      too large for one block is a segment of its own: the block launches stage 1 on it, and
-//      the sort recurses. Further blocks write each splitter over its bucket of equal keys.
+//      too large for one block is a segment of its own: the block launches stage 1 on it from
+//      the device, whose grid launches stages 2-4 into its tail stream (each starts when the
+//      one before it, with all it launched, is complete), and the sort recurses. Further
+//      blocks write each splitter over its bucket of equal keys.
+//
+// The host launches the whole array's four stages on the caller's stream: a launch from the
+// device waits far longer for its grid to start than one queued from the host, and the stages
+// of the whole array run on every call, where a child sort is rare (the sample keeps buckets
+// near their mean size).
 //
 // The pivots split three ways, as a two-way quicksort's should: a key equal to a splitter goes
 // to that splitter's own bucket, which needs no sort. Sorted, reversed and organ-pipe inputs
@@ -43,7 +49,7 @@ constexpr unsigned full_mask = 0xffffffffu;
 constexpr int radix_bits = 8;
 constexpr unsigned radix_digits = 1u << radix_bits;
 constexpr unsigned oversample = 32;       // sampled keys per bucket (up to a block sort's capacity)
-constexpr int histogram_items = 4;        // keys a thread loads at once while counting
+constexpr int histogram_items = 8;        // keys a thread loads at once while counting
 constexpr unsigned max_chunks = 256;      // blocks of the histogram and the scatter
 constexpr unsigned fill_keys = 1u << 16;  // a fill block's stretch of the segment
 constexpr int max_depth = 3;              // child sorts nest at most this deep; a bucket still too
@@ -120,6 +126,7 @@ struct SegmentSort {
   Segment segment;
   Plan plan;
   Meta meta;
+  int chained;  // stage 1 launches the other stages (a child sort); else the host does
 };
 
 template <class T>
@@ -377,7 +384,17 @@ __device__ void block_extremes(uint32_t& low, uint32_t& high, SortShared<T>& sh)
 template <class T>
 __device__ void sort_in_block(const uint32_t* src, uint32_t* dst, unsigned m, uint32_t low, int bits,
                               SortShared<T>& sh) {
-  for (unsigned i = threadIdx.x; i < m; i += T::threads) sh.keys[0][i] = src[i];
+  uint32_t key[T::sort_items];  // every load in flight before the first store
+#pragma unroll
+  for (int r = 0; r < T::sort_items; ++r) {
+    const unsigned i = unsigned(r) * T::threads + threadIdx.x;
+    if (i < m) key[r] = src[i];
+  }
+#pragma unroll
+  for (int r = 0; r < T::sort_items; ++r) {
+    const unsigned i = unsigned(r) * T::threads + threadIdx.x;
+    if (i < m) sh.keys[0][i] = key[r];
+  }
   __syncthreads();
   const int current = block_radix_sort<T>(m, low, bits, sh);
   for (unsigned i = threadIdx.x; i < m; i += T::threads) dst[i] = sh.keys[current][i];
@@ -592,7 +609,7 @@ __device__ bool launch_child_sort(const Buffers& b, const Segment& bucket) {
   const unsigned words = meta_words(plan);
   const unsigned at = atomicAdd(&b.control->pool_used, words);
   if (at > b.pool_words || words > b.pool_words - at) return false;
-  const SegmentSort child{b, bucket, plan, carve_meta(b.pool + at, plan)};
+  const SegmentSort child{b, bucket, plan, carve_meta(b.pool + at, plan), 1};
   sample_splitters_kernel<T><<<1, T::threads, sizeof(SortShared<T>), cudaStreamFireAndForget>>>(child);
   return cudaGetLastError() == cudaSuccess;
 }
@@ -652,8 +669,9 @@ __global__ void __launch_bounds__(T::threads) bucket_sort_kernel(SegmentSort job
     fill_equal_buckets<T>(job, blockIdx.x - job.plan.splitters);
 }
 
-// Stage 1, one block: the splitters from a sorted sample, then the other stages, each in the
-// tail stream of this grid so that each starts once the one before it is complete.
+// Stage 1, one block: the splitters from a sorted sample. In a child sort it then launches
+// the other stages, each into the tail stream of this grid so that each starts once the one
+// before it is complete.
 template <class T>
 __global__ void __launch_bounds__(T::threads) sample_splitters_kernel(SegmentSort job) {
   SortShared<T>& sh = *shared_storage<SortShared<T>>();
@@ -663,22 +681,33 @@ __global__ void __launch_bounds__(T::threads) sample_splitters_kernel(SegmentSor
   // sample covers the whole segment and no stride in the input lines up with it.
   const uint32_t* src = keys_of(job.buffers, job.segment);
   const unsigned stretch = job.segment.size / p.sample;
+  uint32_t key[T::sort_items];  // every load in flight before the first store
+#pragma unroll
+  for (int r = 0; r < T::sort_items; ++r) {
+    const unsigned j = unsigned(r) * T::threads + threadIdx.x;
+    if (j < p.sample) {
+      unsigned x = (j * 0x9e3779b9u) ^ job.segment.begin;
+      x ^= x >> 16;
+      x *= 0x7feb352du;
+      x ^= x >> 15;
+      key[r] = src[unsigned(uint64_t(j) * job.segment.size / p.sample) + x % stretch];
+    }
+  }
   uint32_t low = UINT_MAX, high = 0;
-  for (unsigned j = threadIdx.x; j < p.sample; j += T::threads) {
-    unsigned x = (j * 0x9e3779b9u) ^ job.segment.begin;
-    x ^= x >> 16;
-    x *= 0x7feb352du;
-    x ^= x >> 15;
-    const uint32_t key = src[unsigned(uint64_t(j) * job.segment.size / p.sample) + x % stretch];
-    sh.keys[0][j] = key;
-    low = min(low, key);
-    high = max(high, key);
+#pragma unroll
+  for (int r = 0; r < T::sort_items; ++r) {
+    const unsigned j = unsigned(r) * T::threads + threadIdx.x;
+    if (j < p.sample) {
+      sh.keys[0][j] = key[r];
+      low = min(low, key[r]);
+      high = max(high, key[r]);
+    }
   }
   block_extremes<T>(low, high, sh);
   const int current = block_radix_sort<T>(p.sample, low, bits_of(high - low), sh);
   for (unsigned i = threadIdx.x; i < p.splitters; i += T::threads)
     job.meta.splitters[i] = i + 1 < p.splitters ? sh.keys[current][(i + 1) * p.sample / p.splitters] : UINT_MAX;
-  if (threadIdx.x == 0) {
+  if (job.chained && threadIdx.x == 0) {
     bucket_histogram_kernel<T><<<p.chunks, T::threads, histogram_shared_bytes(p), cudaStreamTailLaunch>>>(job);
     bucket_scatter_kernel<T><<<p.chunks, T::threads, scatter_layout<T>(p).words * sizeof(unsigned),
                                cudaStreamTailLaunch>>>(job);
@@ -760,8 +789,7 @@ struct Device {
 };
 
 // Once per process: the tuning the GPU's shared memory allows, opted in past 48 KB (launches
-// from the device use the same attributes), and room for the device runtime's pending launches
-// (a child sort holds four until they run). A call here that fails leaves its error behind for
+// from the device use the same attributes). A call here that fails leaves its error behind for
 // the caller's next check, so it is cleared: the sort still runs, short of that setting.
 Device prepare_device() {
   static const Device device = [] {
@@ -772,14 +800,26 @@ Device prepare_device() {
     const bool wide = size_t(optin) >= largest_shared_bytes<WideTuning>();
     bool ok = allow_shared_memory<CompactTuning>();
     if (wide) ok &= allow_shared_memory<WideTuning>();
-    size_t pending = 0;
-    constexpr size_t wanted_pending = size_t(1) << 15;
-    if (cudaDeviceGetLimit(&pending, cudaLimitDevRuntimePendingLaunchCount) == cudaSuccess && pending < wanted_pending)
-      ok &= cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, wanted_pending) == cudaSuccess;
     if (!ok) cudaGetLastError();
     return Device{wide, unsigned(std::max(1, sms))};
   }();
   return device;
+}
+
+// Room for the device runtime's pending launches (a child sort holds four until they run),
+// once a sort is large enough to have thousands of child sorts: buckets over the block sort's
+// capacity are common only past max_splitters x target_bucket keys. A larger pool makes every
+// launch from the device slower to start, so it is not raised before it is needed.
+template <class T>
+void allow_child_sorts(size_t n) {
+  static bool raised = false;
+  const bool test_build = T::block_sort_max < T::sort_capacity;  // child sorts on every input
+  if (raised || (n <= size_t(T::max_splitters) * T::target_bucket && !test_build)) return;
+  raised = true;
+  constexpr size_t wanted = size_t(1) << 14;
+  size_t pending = 0;
+  if (cudaDeviceGetLimit(&pending, cudaLimitDevRuntimePendingLaunchCount) == cudaSuccess && pending >= wanted) return;
+  if (cudaDeviceSetLimit(cudaLimitDevRuntimePendingLaunchCount, wanted) != cudaSuccess) cudaGetLastError();
 }
 
 template <class T>
@@ -796,9 +836,12 @@ void sort_keys(uint32_t* d_keys, unsigned n, char* temp, unsigned sms, cudaStrea
                         unsigned(pool_words(n)),
                         sms};
   cudaMemsetAsync(buffers.control, 0, sizeof(Control), stream);
-  const Plan plan = plan_for<T>(n, sms);
-  const SegmentSort root{buffers, Segment{0, n, 1, 0}, plan, carve_meta(reinterpret_cast<unsigned*>(temp + l.meta), plan)};
-  sample_splitters_kernel<T><<<1, T::threads, sizeof(SortShared<T>), stream>>>(root);
+  const Plan p = plan_for<T>(n, sms);
+  const SegmentSort job{buffers, Segment{0, n, 1, 0}, p, carve_meta(reinterpret_cast<unsigned*>(temp + l.meta), p), 0};
+  sample_splitters_kernel<T><<<1, T::threads, sizeof(SortShared<T>), stream>>>(job);
+  bucket_histogram_kernel<T><<<p.chunks, T::threads, histogram_shared_bytes(p), stream>>>(job);
+  bucket_scatter_kernel<T><<<p.chunks, T::threads, scatter_layout<T>(p).words * sizeof(unsigned), stream>>>(job);
+  bucket_sort_kernel<T><<<p.splitters + fill_blocks(n), T::threads, sizeof(SortShared<T>), stream>>>(job);
 }
 
 }  // namespace
@@ -814,8 +857,11 @@ extern "C" void quicksort(uint32_t* d_keys, size_t n, void* d_temp, size_t temp_
 #else
   const bool wide = device.wide;
 #endif
-  if (wide)
+  if (wide) {
+    allow_child_sorts<WideTuning>(n);
     sort_keys<WideTuning>(d_keys, unsigned(n), static_cast<char*>(d_temp), device.sms, stream);
-  else
+  } else {
+    allow_child_sorts<CompactTuning>(n);
     sort_keys<CompactTuning>(d_keys, unsigned(n), static_cast<char*>(d_temp), device.sms, stream);
+  }
 }
