@@ -88,9 +88,9 @@ size_t radix_sort_temp_bytes(size_t n) {
 }
 
 // The chapter's kernel launches a tree of up to 2^17 one-thread grids, more than the device
-// runtime's default pool of pending launches. A larger pool makes every launch from the device
-// slower to start, so the pool is raised for the chapter's rows alone, and the others run with
-// what the process had.
+// runtime's default pool of pending launches. A larger pool may slow every launch from the
+// device (docs/design/10-quicksort.md), so the pool is raised for the chapter's rows alone, and
+// the other rows run with what the process had.
 constexpr size_t chapter_pending_launches = size_t(1) << 17;
 
 class PendingLaunches {

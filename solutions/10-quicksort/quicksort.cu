@@ -20,9 +20,9 @@
 //      blocks write each splitter over its bucket of equal keys.
 //
 // The host launches the whole array's four stages on the caller's stream: a launch from the
-// device waits far longer for its grid to start than one queued from the host, and the stages
-// of the whole array run on every call, where a child sort is rare (the sample keeps buckets
-// near their mean size).
+// device takes tens of microseconds longer to start its grid than one queued from the host
+// (docs/design/10-quicksort.md), and the whole array's stages run on every call, where a child
+// sort is rare (the sample keeps buckets near their mean size).
 //
 // The pivots split three ways, as a two-way quicksort's should: a key equal to a splitter goes
 // to that splitter's own bucket, which needs no sort. Sorted, reversed and organ-pipe inputs
@@ -808,8 +808,9 @@ Device prepare_device() {
 
 // Room for the device runtime's pending launches (a child sort holds four until they run),
 // once a sort is large enough to have thousands of child sorts: buckets over the block sort's
-// capacity are common only past max_splitters x target_bucket keys. A larger pool makes every
-// launch from the device slower to start, so it is not raised before it is needed.
+// capacity are common only past max_splitters x target_bucket keys. Not before: the pool costs
+// device memory, and a larger one may slow every launch from the device
+// (docs/design/10-quicksort.md).
 template <class T>
 void allow_child_sorts(size_t n) {
   static bool raised = false;
