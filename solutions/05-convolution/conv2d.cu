@@ -288,11 +288,23 @@ namespace rolling {
 // per SM (4 warps per block: one per scheduler, so that every scheduler has as many warps),
 // with 8 independent sums per output row to hide the FMAs' latency. Two rows ahead add moves
 // of the window (79-91% FMAs).
+// Where the kernel reads the filter's coefficients.
+enum class Coefficients {
+  constant_bank,  // copied into c_taps before the kernel: each FMA reads its coefficient as an operand
+  shared_memory,  // loaded by each block into shared memory, then as float4s into registers
+};
+
 struct Tuning {
   static constexpr int warps_per_block = 4;
   static constexpr int cols_per_lane = 8;   // two float4s per lane: each warp stores 1 KiB of whole lines per row
   static constexpr int rows_ahead = 1;      // input rows a lane has loaded beyond the one it adds
+  static constexpr Coefficients coefficients = Coefficients::constant_bank;
+  static constexpr bool skip_outside_sums = true;  // a chunk's first and last rows skip sums outside it
 };
+
+// The filter for the constant-bank tuning, row-major and dense: coefficient (i, j) of a
+// K x K filter is c_taps[i * K + j], an address known at compile time.
+__constant__ float c_taps[MAX_FILTER_SIZE * MAX_FILTER_SIZE];
 
 template <class T, int FilterSize>
 struct Geometry {
@@ -340,15 +352,23 @@ __device__ void load_window(const float* __restrict__ in, ptrdiff_t first, int x
 // places below its top (m = 0: the oldest sum, K - 1: the newest). The sum moves down one
 // place as its first FMA reads it: sums[m] starts from sums[m + 1] (not yet updated, m
 // ascending), and the newest output row from zero. m is a constant once the loops unroll.
-template <class G>
+template <class T, class G>
 __device__ __forceinline__ void add_through_filter_row(int m, const Window<G>& w,
                                                        const float (*filter)[G::padded_cols],
                                                        float (&sums)[G::filter_size][G::lane_cols]) {
   constexpr int K = G::filter_size, C = G::lane_cols, P = G::padded_cols;
-  float coef[P];
+  float coef[K];
+  if constexpr (T::coefficients == Coefficients::constant_bank) {
 #pragma unroll
-  for (int q = 0; q < P / 4; ++q)
-    *reinterpret_cast<float4*>(&coef[4 * q]) = *reinterpret_cast<const float4*>(&filter[K - 1 - m][4 * q]);
+    for (int j = 0; j < K; ++j) coef[j] = c_taps[(K - 1 - m) * K + j];
+  } else {
+    float padded[P];
+#pragma unroll
+    for (int q = 0; q < P / 4; ++q)
+      *reinterpret_cast<float4*>(&padded[4 * q]) = *reinterpret_cast<const float4*>(&filter[K - 1 - m][4 * q]);
+#pragma unroll
+    for (int j = 0; j < K; ++j) coef[j] = padded[j];
+  }
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     float s = m + 1 < K ? sums[m + 1][c] : 0.f;
@@ -366,10 +386,12 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
                            const float* __restrict__ d_filter, float* __restrict__ out) {
   using G = Geometry<T, FilterSize>;
   constexpr int K = FilterSize, C = G::lane_cols, P = G::padded_cols;
-  __shared__ __align__(16) float filter[K][P];
-  for (int t = int(threadIdx.x); t < K * P; t += G::threads)
-    filter[t / P][t % P] = t % P < K ? __ldg(d_filter + t / P * K + t % P) : 0.f;
-  __syncthreads();  // the only one: before any warp leaves
+  __shared__ __align__(16) float filter[T::coefficients == Coefficients::shared_memory ? K : 1][P];
+  if constexpr (T::coefficients == Coefficients::shared_memory) {
+    for (int t = int(threadIdx.x); t < K * P; t += G::threads)
+      filter[t / P][t % P] = t % P < K ? __ldg(d_filter + t / P * K + t % P) : 0.f;
+    __syncthreads();  // the only one: before any warp leaves
+  }
 
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int unit = int(blockIdx.x) * T::warps_per_block + warp;
@@ -402,7 +424,8 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
   // (y in [full_begin, full_end): all but its first and last filter_size - 1 input rows),
   // every FMA counts. Near the chunk's ends the sums of rows outside it are skipped, a branch
   // per filter row that the whole warp takes alike.
-  const int full_begin = out_row0 + G::half, full_end = out_row_end - G::half;
+  const int full_begin = T::skip_outside_sums ? out_row0 + G::half : max(out_row0 - G::half, 0);
+  const int full_end = T::skip_outside_sums ? out_row_end - G::half : min(out_row_end + G::half, rows);
 
   // One input row per iteration: the body stays small enough for the instruction cache.
 #pragma unroll 1
@@ -416,7 +439,7 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 
     if (y >= full_begin && y < full_end) {
 #pragma unroll
-      for (int m = 0; m < K; ++m) add_through_filter_row<G>(m, w, filter, sums);
+      for (int m = 0; m < K; ++m) add_through_filter_row<T, G>(m, w, filter, sums);
     } else {
       // sums[m] is output row y - half + m: kept only from out_row0 to out_row_end - 1. A row
       // outside the image (never loaded) adds zeros.
@@ -427,7 +450,7 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
       const int m_begin = out_row0 - (y - G::half), m_end = out_row_end - (y - G::half);
 #pragma unroll
       for (int m = 0; m < K; ++m)
-        if (m >= m_begin && m < m_end) add_through_filter_row<G>(m, row, filter, sums);
+        if (m >= m_begin && m < m_end) add_through_filter_row<T, G>(m, row, filter, sums);
     }
 
     const int out_row = y - G::half;  // complete: its last input row, y, is in
@@ -465,6 +488,9 @@ Launch plan(int rows, int cols) {
 template <class T, int FilterSize, bool VectorLoads>
 void launch_rolling(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
   const Launch l = plan<T, FilterSize, VectorLoads>(rows, cols);
+  if constexpr (T::coefficients == Coefficients::constant_bank)
+    cudaMemcpyToSymbolAsync(c_taps, filter, sizeof(float) * FilterSize * FilterSize, 0, cudaMemcpyDeviceToDevice,
+                            stream);
   conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads><<<l.blocks, Geometry<T, FilterSize>::threads, 0, stream>>>(
       in, rows, cols, l.strips, l.chunks, l.chunk_rows, filter, out);
 }
@@ -480,6 +506,10 @@ void launch_rolling(const float* in, int rows, int cols, const float* filter, fl
 }  // namespace rolling
 
 }  // namespace
+
+// The benchmark compiles this file into its own for the kernels' other tunings, with
+// LAB05_KERNELS_ONLY defined, and takes these two functions from the reference it links.
+#ifndef LAB05_KERNELS_ONLY
 
 // Up to 5 x 5 the tile kernel runs close to a copy of the image; from 7 x 7 on, the rolling
 // sums.
@@ -754,3 +784,5 @@ extern "C" void conv2d_separable(const float* d_in, int rows, int cols, const fl
   if (rows < 1 || cols < 1 || filter_size < 1 || filter_size > MAX_FILTER_SIZE || filter_size % 2 == 0) return;
   separable::dispatch<separable::Tuning>(d_in, rows, cols, d_row_filter, d_col_filter, filter_size, d_out, stream);
 }
+
+#endif  // LAB05_KERNELS_ONLY
