@@ -207,6 +207,12 @@ struct FourColumnsPerLane : rolling::Tuning {
 struct TwoWarpsPerBlock : rolling::Tuning {
   static constexpr int warps_per_block = 2;
 };
+struct TwoWaves : rolling::Tuning {
+  static constexpr int waves = 2;
+};
+struct FourWaves : rolling::Tuning {
+  static constexpr int waves = 4;
+};
 
 using Launch = void (*)(const float*, int, int, const float*, float*, cudaStream_t);
 
@@ -231,6 +237,8 @@ const Tuning tunings[] = {
     {"candidate: full body every row", for_filter_size<FullBodyEveryRow>},
     {"candidate: 4 cols/lane", for_filter_size<FourColumnsPerLane>},
     {"candidate: 2 warps/block", for_filter_size<TwoWarpsPerBlock>},
+    {"candidate: chunks for 2 waves", for_filter_size<TwoWaves>},
+    {"candidate: chunks for 4 waves", for_filter_size<FourWaves>},
 };
 
 }  // namespace candidate

@@ -300,6 +300,7 @@ struct Tuning {
   static constexpr int rows_ahead = 1;      // input rows a lane has loaded beyond the one it adds
   static constexpr Coefficients coefficients = Coefficients::constant_bank;
   static constexpr bool skip_outside_sums = true;  // a chunk's first and last rows skip sums outside it
+  static constexpr int waves = 1;           // chunks sized so that every warp of the grid is resident at once
 };
 
 // The filter for the constant-bank tuning, row-major and dense: coefficient (i, j) of a
@@ -332,18 +333,18 @@ using Window = Floats<G::window_floats>;
 // loop zeroes the left and right padding. `inside` says that the whole window lies in the
 // image's columns, as it does for every lane but those at the left and right edges.
 template <class G, bool VectorLoads>
-__device__ void load_window(const float* __restrict__ in, ptrdiff_t first, int x0, int cols, bool inside,
+__device__ void load_window(const float* __restrict__ row, int x0, int cols, bool inside,
                             Window<G>& w) {
 #pragma unroll
   for (int q = 0; q < G::window_vectors; ++q) {
     const int x = x0 + 4 * q;
     if constexpr (VectorLoads) {
       if (inside || (x >= 0 && x < cols))
-        *reinterpret_cast<float4*>(&w.v[4 * q]) = __ldg(reinterpret_cast<const float4*>(in + (first + 4 * q)));
+        *reinterpret_cast<float4*>(&w.v[4 * q]) = __ldg(reinterpret_cast<const float4*>(row + 4 * q));
     } else {
 #pragma unroll
       for (int c = 0; c < 4; ++c)
-        if (inside || (x + c >= 0 && x + c < cols)) w.v[4 * q + c] = __ldg(in + (first + 4 * q + c));
+        if (inside || (x + c >= 0 && x + c < cols)) w.v[4 * q + c] = __ldg(row + 4 * q + c);
     }
   }
 }
@@ -409,15 +410,15 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 #pragma unroll
     for (int c = 0; c < C; ++c) sums[m][c] = 0.f;
 
-  // The next row to load starts at in[next_offset] (its column x0), one row further down after
+  // The next row to load starts at next_row (its column x0), one row further down after
   // each; a row outside the image is not loaded (the loop adds zeros in its place).
   const bool inside = x0 >= 0 && x0 + G::window_floats <= cols;
-  ptrdiff_t next_offset = ptrdiff_t(out_row0 - G::half) * cols + x0;
+  const float* next_row = in + (ptrdiff_t(out_row0 - G::half) * cols + x0);
   Window<G> ahead[T::rows_ahead] = {};  // the padding columns stay zero from here on
 #pragma unroll
-  for (int a = 0; a < T::rows_ahead; ++a, next_offset += cols) {
+  for (int a = 0; a < T::rows_ahead; ++a, next_row += cols) {
     const int y = out_row0 - G::half + a;
-    if (y >= 0 && y < rows) load_window<G, VectorLoads>(in, next_offset, x0, cols, inside, ahead[a]);
+    if (y >= 0 && y < rows) load_window<G, VectorLoads>(next_row, x0, cols, inside, ahead[a]);
   }
 
   // Input row y feeds output rows y - half .. y + half. Where all of them lie in the chunk
@@ -434,8 +435,8 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 #pragma unroll
     for (int a = 0; a + 1 < T::rows_ahead; ++a) ahead[a] = ahead[a + 1];
     if (y + T::rows_ahead >= 0 && y + T::rows_ahead < rows)
-      load_window<G, VectorLoads>(in, next_offset, x0, cols, inside, ahead[T::rows_ahead - 1]);
-    next_offset += cols;
+      load_window<G, VectorLoads>(next_row, x0, cols, inside, ahead[T::rows_ahead - 1]);
+    next_row += cols;
 
     if (y >= full_begin && y < full_end) {
 #pragma unroll
@@ -481,7 +482,7 @@ Launch plan(int rows, int cols) {
   static const int resident_warps =
       resident_warps_of(conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads>, G::threads, T::warps_per_block);
   const int strips = ceil_div(cols, G::strip_cols);
-  const int chunks_wanted = std::max(1, resident_warps / strips);
+  const int chunks_wanted = std::max(1, resident_warps * T::waves / strips);
   return strip_launch(rows, strips, ceil_div(rows, chunks_wanted), T::warps_per_block);
 }
 
