@@ -195,7 +195,10 @@ namespace candidate {
 
 using rolling::Coefficients;
 
-struct SharedCoefficients : rolling::Tuning {
+struct OneRowPerStep : rolling::Tuning {
+  static constexpr int rows_per_step = 1;
+};
+struct SharedCoefficients : OneRowPerStep {
   static constexpr Coefficients coefficients = Coefficients::shared_memory;
 };
 struct FullBodyEveryRow : rolling::Tuning {
@@ -233,7 +236,8 @@ struct Tuning {
 };
 
 const Tuning tunings[] = {
-    {"candidate: shared-memory coefs", for_filter_size<SharedCoefficients>},
+    {"candidate: 1 row per step", for_filter_size<OneRowPerStep>},
+    {"candidate: 1 row, shared coefs", for_filter_size<SharedCoefficients>},
     {"candidate: full body every row", for_filter_size<FullBodyEveryRow>},
     {"candidate: 4 cols/lane", for_filter_size<FourColumnsPerLane>},
     {"candidate: 2 warps/block", for_filter_size<TwoWarpsPerBlock>},

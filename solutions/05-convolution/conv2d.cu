@@ -301,6 +301,7 @@ struct Tuning {
   static constexpr Coefficients coefficients = Coefficients::constant_bank;
   static constexpr bool skip_outside_sums = true;  // a chunk's first and last rows skip sums outside it
   static constexpr int waves = 1;           // chunks sized so that every warp of the grid is resident at once
+  static constexpr int rows_per_step = 2;   // input rows added per step of the inner loop (1 or 2)
 };
 
 // The filter for the constant-bank tuning, row-major and dense: coefficient (i, j) of a
@@ -333,18 +334,18 @@ using Window = Floats<G::window_floats>;
 // loop zeroes the left and right padding. `inside` says that the whole window lies in the
 // image's columns, as it does for every lane but those at the left and right edges.
 template <class G, bool VectorLoads>
-__device__ void load_window(const float* __restrict__ row, int x0, int cols, bool inside,
+__device__ void load_window(const float* __restrict__ in, ptrdiff_t first, int x0, int cols, bool inside,
                             Window<G>& w) {
 #pragma unroll
   for (int q = 0; q < G::window_vectors; ++q) {
     const int x = x0 + 4 * q;
     if constexpr (VectorLoads) {
       if (inside || (x >= 0 && x < cols))
-        *reinterpret_cast<float4*>(&w.v[4 * q]) = __ldg(reinterpret_cast<const float4*>(row + 4 * q));
+        *reinterpret_cast<float4*>(&w.v[4 * q]) = __ldg(reinterpret_cast<const float4*>(in + (first + 4 * q)));
     } else {
 #pragma unroll
       for (int c = 0; c < 4; ++c)
-        if (inside || (x + c >= 0 && x + c < cols)) w.v[4 * q + c] = __ldg(row + 4 * q + c);
+        if (inside || (x + c >= 0 && x + c < cols)) w.v[4 * q + c] = __ldg(in + (first + 4 * q + c));
     }
   }
 }
@@ -410,15 +411,15 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 #pragma unroll
     for (int c = 0; c < C; ++c) sums[m][c] = 0.f;
 
-  // The next row to load starts at next_row (its column x0), one row further down after
+  // The next row to load starts at in[next_offset] (its column x0), one row further down after
   // each; a row outside the image is not loaded (the loop adds zeros in its place).
   const bool inside = x0 >= 0 && x0 + G::window_floats <= cols;
-  const float* next_row = in + (ptrdiff_t(out_row0 - G::half) * cols + x0);
+  ptrdiff_t next_offset = ptrdiff_t(out_row0 - G::half) * cols + x0;
   Window<G> ahead[T::rows_ahead] = {};  // the padding columns stay zero from here on
 #pragma unroll
-  for (int a = 0; a < T::rows_ahead; ++a, next_row += cols) {
+  for (int a = 0; a < T::rows_ahead; ++a, next_offset += cols) {
     const int y = out_row0 - G::half + a;
-    if (y >= 0 && y < rows) load_window<G, VectorLoads>(next_row, x0, cols, inside, ahead[a]);
+    if (y >= 0 && y < rows) load_window<G, VectorLoads>(in, next_offset, x0, cols, inside, ahead[a]);
   }
 
   // Input row y feeds output rows y - half .. y + half. Where all of them lie in the chunk
@@ -435,8 +436,8 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 #pragma unroll
     for (int a = 0; a + 1 < T::rows_ahead; ++a) ahead[a] = ahead[a + 1];
     if (y + T::rows_ahead >= 0 && y + T::rows_ahead < rows)
-      load_window<G, VectorLoads>(next_row, x0, cols, inside, ahead[T::rows_ahead - 1]);
-    next_row += cols;
+      load_window<G, VectorLoads>(in, next_offset, x0, cols, inside, ahead[T::rows_ahead - 1]);
+    next_offset += cols;
 
     if (y >= full_begin && y < full_end) {
 #pragma unroll
@@ -474,13 +475,188 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
   }
 }
 
+// ---- two input rows per step ----
+//
+// The kernel above adds one input row per step: each coefficient, loaded into a uniform
+// register, feeds cols_per_lane FMAs, and the row loaded ahead is copied into place. This one
+// adds two rows per step, coefficient by coefficient, so that each coefficient feeds twice the
+// FMAs, and the rows come through a ring of four slots of shared memory per warp, filled by
+// cp.async three rows ahead, so that no instruction copies a window. The first and last rows of
+// a chunk go one at a time through the first kernel's second copy of the body.
+
+__device__ __forceinline__ void copy_async_16(float4* to_shared, const float* from_global) {
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(to_shared));
+  // .ca: through L1, where the three lanes that share each float4 of the image find it.
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(from_global) : "memory");
+}
+
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int Pending>
+__device__ __forceinline__ void wait_for_copies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+}
+
+// A lane's part of one slot: its window's float4s, lanes side by side (conflict-free).
+template <class G>
+using Slot = float4[G::window_vectors][32];
+
+// Starts copying row y's window into `slot` (its float4s inside the image; the others stay
+// zero), as one group of copies; a row outside [0, rows) or past the chunk is not copied, and
+// its group is empty, so that every step waits for the same number of groups.
+template <class G>
+__device__ void stage_row(Slot<G>& slot, const float* row, bool wanted, int x0, int cols, bool inside, int lane) {
+  if (wanted) {
+#pragma unroll
+    for (int q = 0; q < G::window_vectors; ++q) {
+      const int x = x0 + 4 * q;
+      if (inside || (x >= 0 && x < cols)) copy_async_16(&slot[q][lane], row + 4 * q);
+    }
+  }
+  commit_copies();
+}
+
+template <class G>
+__device__ Window<G> read_row(const Slot<G>& slot, int lane) {
+  Window<G> w;
+#pragma unroll
+  for (int q = 0; q < G::window_vectors; ++q) *reinterpret_cast<float4*>(&w.v[4 * q]) = slot[q][lane];
+  return w;
+}
+
+// Adds input rows y (window a) and y + 1 (window b) into the sums, coefficient by coefficient.
+// Before, sums[m + 1] holds output row y - half + m (as after row y - 1); after, sums[m] holds
+// output row y + 1 - half + m (as after row y + 1), and done[0] the completed output row
+// y - half (sums[0] is y + 1 - half, also complete).
+template <class G>
+__device__ __forceinline__ void add_two_rows(const Window<G>& a, const Window<G>& b,
+                                             float (&sums)[G::filter_size][G::lane_cols],
+                                             float (&done)[G::lane_cols]) {
+  constexpr int K = G::filter_size, C = G::lane_cols, O = G::window_offset;
+  float t[K + 1][C];  // t[m]: output row y - half + m
+#pragma unroll
+  for (int m = 0; m <= K; ++m)
+#pragma unroll
+    for (int c = 0; c < C; ++c) t[m][c] = m + 1 < K ? sums[m + 1][c] : 0.f;
+#pragma unroll
+  for (int i = 0; i < K; ++i)
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const float f = c_taps[i * K + j];
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        t[K - 1 - i][c] = fmaf(a.v[O + c + j], f, t[K - 1 - i][c]);  // row y feeds output y + half - i
+        t[K - i][c] = fmaf(b.v[O + c + j], f, t[K - i][c]);          // row y + 1 feeds y + 1 + half - i
+      }
+    }
+#pragma unroll
+  for (int c = 0; c < C; ++c) done[c] = t[0][c];
+#pragma unroll
+  for (int m = 0; m < K; ++m)
+#pragma unroll
+    for (int c = 0; c < C; ++c) sums[m][c] = t[m + 1][c];
+}
+
+template <class G>
+__device__ __forceinline__ void store_row(float* __restrict__ out, int cols, int out_row, int col0,
+                                          const float (&values)[G::lane_cols]) {
+  float* row_start = out + size_t(out_row) * cols;
+#pragma unroll
+  for (int q = 0; q < G::lane_cols / 4; ++q)
+    if (col0 + 4 * q < cols)
+      *reinterpret_cast<float4*>(row_start + col0 + 4 * q) =
+          make_float4(values[4 * q], values[4 * q + 1], values[4 * q + 2], values[4 * q + 3]);
+}
+
+// 16-byte-aligned rows only (the copies are float4s).
+template <class T, int FilterSize>
+__global__ void __launch_bounds__(Geometry<T, FilterSize>::threads)
+conv2d_rolling_pairs_kernel(const float* __restrict__ in, int rows, int cols, int strips, int chunks, int chunk_rows,
+                            float* __restrict__ out) {
+  using G = Geometry<T, FilterSize>;
+  static_assert(T::coefficients == Coefficients::constant_bank, "two rows per step read the constant bank");
+  constexpr int K = FilterSize, C = G::lane_cols, V = G::window_vectors;
+  __shared__ Slot<G> ring[T::warps_per_block][4];
+
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int unit = int(blockIdx.x) * T::warps_per_block + warp;
+  if (unit >= strips * chunks) return;
+  const int col0 = (unit % strips) * G::strip_cols + C * lane;
+  const int out_row0 = (unit / strips) * chunk_rows;
+  const int out_row_end = min(out_row0 + chunk_rows, rows);
+  const int x0 = col0 - G::halo;
+  const bool inside = x0 >= 0 && x0 + G::window_floats <= cols;
+  Slot<G>* slots = ring[warp];
+
+  // The float4s outside the image's columns are never copied: zero once.
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int q = 0; q < V; ++q)
+      if (!(inside || (x0 + 4 * q >= 0 && x0 + 4 * q < cols))) slots[s][q][lane] = make_float4(0.f, 0.f, 0.f, 0.f);
+
+  float sums[K][C];
+#pragma unroll
+  for (int m = 0; m < K; ++m)
+#pragma unroll
+    for (int c = 0; c < C; ++c) sums[m][c] = 0.f;
+
+  // Input rows first_y .. last_y - 1; row y goes to slot (y - first_y) % 4. Before each step
+  // that starts at row y, the copies of rows up to y + 2 have been started.
+  const int first_y = out_row0 - G::half, last_y = out_row_end + G::half;
+  const float* next_row = in + (ptrdiff_t(first_y) * cols + x0);  // row first_y, then one further down
+  auto stage_next = [&](int y) {
+    stage_row<G>(slots[(y - first_y) & 3], next_row, y >= 0 && y < rows && y < last_y, x0, cols, inside, lane);
+    next_row += cols;
+  };
+#pragma unroll
+  for (int a = 0; a < 3; ++a) stage_next(first_y + a);
+
+  const int full_begin = T::skip_outside_sums ? out_row0 + G::half : max(out_row0 - G::half, 0);
+  const int full_end = T::skip_outside_sums ? out_row_end - G::half : min(out_row_end + G::half, rows);
+
+  // One row, through the skip path: the chunk's first and last filter_size - 1 rows, and rows
+  // of padding.
+  auto one_row = [&](int y) {
+    wait_for_copies<2>();
+    Window<G> w = read_row<G>(slots[(y - first_y) & 3], lane);
+    stage_next(y + 3);
+    if (y < 0 || y >= rows)
+#pragma unroll
+      for (int i = 0; i < G::window_floats; ++i) w.v[i] = 0.f;
+    const int m_begin = out_row0 - (y - G::half), m_end = out_row_end - (y - G::half);
+#pragma unroll
+    for (int m = 0; m < K; ++m)
+      if (m >= m_begin && m < m_end) add_through_filter_row<T, G>(m, w, nullptr, sums);
+    if (y - G::half >= out_row0) store_row<G>(out, cols, y - G::half, col0, sums[0]);
+  };
+
+  int y = first_y;
+#pragma unroll 1
+  for (; y < min(full_begin, last_y); ++y) one_row(y);
+#pragma unroll 1
+  for (; y + 1 < full_end; y += 2) {
+    wait_for_copies<1>();  // rows y and y + 1
+    const Window<G> a = read_row<G>(slots[(y - first_y) & 3], lane);
+    const Window<G> b = read_row<G>(slots[(y + 1 - first_y) & 3], lane);
+    stage_next(y + 3);  // into row y - 1's slot
+    float done[C];
+    add_two_rows<G>(a, b, sums, done);
+    if (y - G::half >= out_row0) store_row<G>(out, cols, y - G::half, col0, done);
+    if (y + 1 - G::half >= out_row0) store_row<G>(out, cols, y + 1 - G::half, col0, sums[0]);
+    stage_next(y + 4);  // into row y's slot, read before the FMAs above
+  }
+#pragma unroll 1
+  for (; y < last_y; ++y) one_row(y);
+}
+
 // Chunks of rows sized so that the grid's warps are all resident at once: the fewest chunks,
 // so the fewest halo rows read twice and the fewest rows off the inner path.
-template <class T, int FilterSize, bool VectorLoads>
-Launch plan(int rows, int cols) {
+// One instantiation, so one occupancy query, per kernel: VectorLoads and Pairs name it.
+template <class T, int FilterSize, bool VectorLoads, bool Pairs, class Kernel>
+Launch plan(Kernel kernel, int rows, int cols) {
   using G = Geometry<T, FilterSize>;
-  static const int resident_warps =
-      resident_warps_of(conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads>, G::threads, T::warps_per_block);
+  static const int resident_warps = resident_warps_of(kernel, G::threads, T::warps_per_block);
   const int strips = ceil_div(cols, G::strip_cols);
   const int chunks_wanted = std::max(1, resident_warps * T::waves / strips);
   return strip_launch(rows, strips, ceil_div(rows, chunks_wanted), T::warps_per_block);
@@ -488,12 +664,19 @@ Launch plan(int rows, int cols) {
 
 template <class T, int FilterSize, bool VectorLoads>
 void launch_rolling(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
-  const Launch l = plan<T, FilterSize, VectorLoads>(rows, cols);
+  constexpr int threads = Geometry<T, FilterSize>::threads;
   if constexpr (T::coefficients == Coefficients::constant_bank)
     cudaMemcpyToSymbolAsync(c_taps, filter, sizeof(float) * FilterSize * FilterSize, 0, cudaMemcpyDeviceToDevice,
                             stream);
-  conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads><<<l.blocks, Geometry<T, FilterSize>::threads, 0, stream>>>(
-      in, rows, cols, l.strips, l.chunks, l.chunk_rows, filter, out);
+  if constexpr (VectorLoads && T::rows_per_step == 2) {
+    const auto kernel = conv2d_rolling_pairs_kernel<T, FilterSize>;
+    const Launch l = plan<T, FilterSize, VectorLoads, true>(kernel, rows, cols);
+    kernel<<<l.blocks, threads, 0, stream>>>(in, rows, cols, l.strips, l.chunks, l.chunk_rows, out);
+  } else {
+    const auto kernel = conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads>;
+    const Launch l = plan<T, FilterSize, VectorLoads, false>(kernel, rows, cols);
+    kernel<<<l.blocks, threads, 0, stream>>>(in, rows, cols, l.strips, l.chunks, l.chunk_rows, filter, out);
+  }
 }
 
 template <class T, int FilterSize>
