@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace {
 
@@ -250,18 +251,32 @@ void launch_tiled(const float* in, int rows, int cols, const float* filter, floa
 // body (up to 78 KB of code at 15 x 15) streams through the instruction cache. This kernel
 // gives each FMA more company of its own kind. Each warp owns a strip of 32 x cols_per_lane
 // columns and walks down a chunk of its rows, as the fused separable kernel does. A lane loads
-// each input row once, as whole float4s (its columns and the halo on either side), straight
-// from global memory (L1 serves the overlap between neighbouring lanes), and adds it into the
-// filter_size output rows it feeds: filter row i's taps go into the sum of output row
-// y + half - i. Those sums stay in registers; after each input row the oldest is complete,
-// is stored, and the others move down one place. The loop body is one input row:
-// filter_size^2 x cols_per_lane FMAs, up to 1800 in 29 KB of code, against one load per
-// float4 of the window and one shared-memory load per four coefficients (each coefficient
-// feeds cols_per_lane FMAs: 32 FMAs per shared-memory load). ptxas folds the move of the sums
-// into each sum's first FMA, so no instruction moves them. The coefficients come from shared
-// memory as float4s (filter rows padded to whole float4s); from constant memory, ptxas loads
-// them into uniform registers two at a time (ULDC.64), twice the loads, and there is no copy
-// to constant memory to wait for.
+// each input row once, as whole float4s (its columns and the halo on either side; L1 serves
+// the overlap between neighbouring lanes), and adds it into the filter_size output rows it
+// feeds: filter row i's taps go into the sum of output row y + half - i. Those sums stay in
+// registers; after each input row the oldest is complete, is stored, and the others move down
+// one place, a move that ptxas folds into each sum's first FMA.
+//
+// The coefficients are copied into constant memory (c_taps) before the kernel, one copy per
+// call on the stream, and each FMA reads its coefficient from a uniform register that ptxas
+// fills from there (ULDC.64, two coefficients at a time, some kept across rows). An FMA then
+// reads only two operands from the register file, the window's value and the sum, which
+// ptxas places in different banks: none of the loop's FMAs waits on a bank conflict. With
+// the coefficients in ordinary registers (from shared memory as float4s, the other tuning the
+// benchmark times) a third of the FMAs read three operands from two banks, and the profiler
+// counts the conflicts as dispatch stalls.
+//
+// Two forms of the loop, chosen by filter size (rolling::TuningFor):
+//   - Up to 9 x 9, one input row per step and 8 columns per lane: the window of the row ahead
+//     is loaded into registers while the FMAs of the current row run.
+//   - From 11 x 11, two input rows per step and 4 columns per lane
+//     (conv2d_rolling_pairs_kernel): each coefficient, loaded once, feeds both rows' FMAs, and
+//     the rows arrive through a ring of shared-memory slots that cp.async fills three rows
+//     ahead, so no instruction copies a window. Half the columns halve the sums: 154 registers
+//     at 15 x 15, 3 blocks per SM instead of 2, so each scheduler has 3 warps to cover the
+//     waits on loads and on instruction fetches (the profile at 15 x 15 in
+//     docs/design/05-convolution.md: issue slots busy 76% with one row per step and 8 columns,
+//     waiting mostly on the window's loads).
 //
 // The rest of the loop is kept off the path that nearly every row takes:
 //   - A chunk's first and last filter_size - 1 input rows also feed output rows outside it.
@@ -274,35 +289,41 @@ void launch_tiled(const float* in, int rows, int cols, const float* filter, floa
 //     the inner rows all lie in the image. The window's floats outside the image's columns
 //     are zeroed once, before the loop, and no load writes them: no instruction zeroes
 //     padding row by row.
-//   - Which float4s of a lane's window lie in the image is decided once, and the row's offset
-//     moves down by cols per row: each load is one predicated LDG.
-// In ptxas's code for sm_90 (CUDA 13.0, 16-byte-aligned rows) an inner row's path is 1929
-// instructions at 15 x 15, 1800 of them FMAs (93%), 60 shared-memory loads and 22 moves of the
-// window loaded ahead; 735 at 9 x 9, 648 of them FMAs (88%). 211 and 144 registers, no spills.
+//   - Which float4s of a lane's window lie in the image is decided once: each load is one
+//     predicated LDG (or cp.async).
+// docs/design/05-convolution.md counts ptxas's instructions on the inner path and has the
+// profiles.
 
 namespace rolling {
 
-// The knobs, chosen by counting instructions in ptxas's output for sm_90 (the benchmark times
-// the alternatives beside the reference): with 8 columns per lane and 16-byte-aligned rows an
-// inner row's path is 84-93% FMAs from 7 x 7 to 15 x 15, at 127-222 registers, 4 to 2 blocks
-// per SM (4 warps per block: one per scheduler, so that every scheduler has as many warps),
-// with 8 independent sums per output row to hide the FMAs' latency. Two rows ahead add moves
-// of the window (79-91% FMAs).
 // Where the kernel reads the filter's coefficients.
 enum class Coefficients {
-  constant_bank,  // copied into c_taps before the kernel: each FMA reads its coefficient as an operand
+  constant_bank,  // copied into c_taps before the kernel; each FMA reads one from a uniform register
   shared_memory,  // loaded by each block into shared memory, then as float4s into registers
 };
 
+// The knobs for 7 x 7 and 9 x 9, measured against the alternatives the benchmark times beside
+// the reference (its "candidate:" rows): 8 columns per lane (4 warps per block: one per
+// scheduler), one row per step, 128 registers at 9 x 9, 4 blocks per SM.
 struct Tuning {
   static constexpr int warps_per_block = 4;
   static constexpr int cols_per_lane = 8;   // two float4s per lane: each warp stores 1 KiB of whole lines per row
-  static constexpr int rows_ahead = 1;      // input rows a lane has loaded beyond the one it adds
+  static constexpr int rows_ahead = 1;      // one row per step: rows a lane has loaded beyond the one it adds
   static constexpr Coefficients coefficients = Coefficients::constant_bank;
   static constexpr bool skip_outside_sums = true;  // a chunk's first and last rows skip sums outside it
   static constexpr int waves = 1;           // chunks sized so that every warp of the grid is resident at once
-  static constexpr int rows_per_step = 2;   // input rows added per step of the inner loop (1 or 2)
+  static constexpr int rows_per_step = 1;   // input rows added per step of the inner loop (1 or 2)
 };
+
+// From 11 x 11: two rows per step over 4 columns per lane (at 9 x 9 it is slower: the one-row
+// loop already runs 4 blocks per SM there, and its body is a third of the size).
+struct WideTuning : Tuning {
+  static constexpr int cols_per_lane = 4;   // one float4 per lane
+  static constexpr int rows_per_step = 2;
+};
+
+template <int FilterSize>
+using TuningFor = std::conditional_t<(FilterSize >= 11), WideTuning, Tuning>;
 
 // The filter for the constant-bank tuning, row-major and dense: coefficient (i, j) of a
 // K x K filter is c_taps[i * K + j], an address known at compile time.
@@ -481,20 +502,33 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 // register, feeds cols_per_lane FMAs, and the row loaded ahead is copied into place. This one
 // adds two rows per step, coefficient by coefficient, so that each coefficient feeds twice the
 // FMAs, and the rows come through a ring of four slots of shared memory per warp, filled by
-// cp.async three rows ahead, so that no instruction copies a window. The first and last rows of
-// a chunk go one at a time through the first kernel's second copy of the body.
+// cp.async three rows ahead, so that no instruction copies a window. The first and last
+// filter_size - 1 rows of a chunk go one at a time through the body that skips the sums
+// outside the chunk, as in the kernel above.
 
+// cp.async from sm_80 on; before that (sm_75) a plain copy through registers, complete before
+// the next instruction, so that the waits have nothing to wait for.
 __device__ __forceinline__ void copy_async_16(float4* to_shared, const float* from_global) {
+#if __CUDA_ARCH__ >= 800
   const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(to_shared));
   // .ca: through L1, where the three lanes that share each float4 of the image find it.
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(from_global) : "memory");
+#else
+  *to_shared = __ldg(reinterpret_cast<const float4*>(from_global));
+#endif
 }
 
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void commit_copies() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
 
 template <int Pending>
 __device__ __forceinline__ void wait_for_copies() {
+#if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+#endif
 }
 
 // A lane's part of one slot: its window's float4s, lanes side by side (conflict-free).
@@ -679,12 +713,15 @@ void launch_rolling(const float* in, int rows, int cols, const float* filter, fl
   }
 }
 
+// 16-byte-aligned rows with tuning T (the benchmark's candidates call this too); other rows
+// with scalar loads, one row per step at 8 columns per lane, whatever the size: with 4 columns
+// per lane ptxas spills at 15 x 15, and only the checks' ragged images take that path.
 template <class T, int FilterSize>
 void launch_rolling(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
   const bool vector_loads = cols % 4 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0 &&
                             reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (vector_loads) launch_rolling<T, FilterSize, true>(in, rows, cols, filter, out, stream);
-  else launch_rolling<T, FilterSize, false>(in, rows, cols, filter, out, stream);
+  else launch_rolling<Tuning, FilterSize, false>(in, rows, cols, filter, out, stream);
 }
 
 }  // namespace rolling
@@ -700,16 +737,15 @@ void launch_rolling(const float* in, int rows, int cols, const float* filter, fl
 extern "C" void conv2d(const float* d_in, int rows, int cols, const float* d_filter, int filter_size, float* d_out,
                        cudaStream_t stream) {
   if (rows < 1 || cols < 1 || filter_size < 1 || filter_size > MAX_FILTER_SIZE || filter_size % 2 == 0) return;
-  using T = rolling::Tuning;
   switch (filter_size) {
     case 1: return launch_tiled<1>(d_in, rows, cols, d_filter, d_out, stream);
     case 3: return launch_tiled<3>(d_in, rows, cols, d_filter, d_out, stream);
     case 5: return launch_tiled<5>(d_in, rows, cols, d_filter, d_out, stream);
-    case 7: return rolling::launch_rolling<T, 7>(d_in, rows, cols, d_filter, d_out, stream);
-    case 9: return rolling::launch_rolling<T, 9>(d_in, rows, cols, d_filter, d_out, stream);
-    case 11: return rolling::launch_rolling<T, 11>(d_in, rows, cols, d_filter, d_out, stream);
-    case 13: return rolling::launch_rolling<T, 13>(d_in, rows, cols, d_filter, d_out, stream);
-    case 15: return rolling::launch_rolling<T, 15>(d_in, rows, cols, d_filter, d_out, stream);
+    case 7: return rolling::launch_rolling<rolling::TuningFor<7>, 7>(d_in, rows, cols, d_filter, d_out, stream);
+    case 9: return rolling::launch_rolling<rolling::TuningFor<9>, 9>(d_in, rows, cols, d_filter, d_out, stream);
+    case 11: return rolling::launch_rolling<rolling::TuningFor<11>, 11>(d_in, rows, cols, d_filter, d_out, stream);
+    case 13: return rolling::launch_rolling<rolling::TuningFor<13>, 13>(d_in, rows, cols, d_filter, d_out, stream);
+    case 15: return rolling::launch_rolling<rolling::TuningFor<15>, 15>(d_in, rows, cols, d_filter, d_out, stream);
   }
 }
 
