@@ -3,13 +3,12 @@
 // cudaMemcpy of the same bytes, the roofline anchor: a filter that reads every pixel once and
 // writes it once can go no faster than a copy. Times, GB/s (2 x rows x cols x 4 bytes + the
 // filter, over the time) and % of the measured read bandwidth, side by side, at the shapes of
-// datasets/05-convolution.yaml's performance and benchmark cases. From 5 x 5 on, candidate
-// tunings of the reference's rolling-sums kernel follow (labelled "candidate:"), so that one
-// run shows whether another would beat the reference's, the first of them the kernel without
-// its skipping of the sums outside each chunk. The 2-D rows also give TFLOP/s
-// (2 x filter_size^2 x rows x cols over the time) and its % of the FP32 peak (SMs x FP32 lanes
-// x 2 x the highest SM clock, labkit::DeviceInfo::peak_fp32_gflops: the grader's figure): the
-// larger filters are bound by their FMAs, not by memory. Not a test: it prints numbers for
+// datasets/05-convolution.yaml's performance and benchmark cases. From 5 x 5 on, the
+// reference's rolling-sums kernels follow under candidate tunings (labelled "candidate:",
+// described below), so that one run shows whether another would beat the reference's. The
+// 2-D rows also give TFLOP/s (2 x filter_size^2 x rows x cols over the time) and its % of the
+// FP32 peak (SMs x FP32 lanes x 2 x the highest SM clock, labkit::DeviceInfo::peak_fp32_gflops:
+// the grader's figure): the larger filters are bound by their FMAs, not by memory. Not a test: it prints numbers for
 // people to read. Each kernel's output is compared with the reference's.
 //
 // Then conv2d_separable: the reference (one fused pass), the chapter's two passes through
@@ -35,6 +34,11 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+// The reference's kernels, for the candidates below: the benchmark takes conv2d and
+// conv2d_separable themselves from the reference it links, so this copy leaves them out.
+#define LAB05_KERNELS_ONLY
+#include "../../solutions/05-convolution/conv2d.cu"
 
 namespace {
 
@@ -180,157 +184,53 @@ __global__ void chapter_column_pass_tile_kernel(const float* temp, int rows, int
 
 // ---- candidates: the reference's rolling-sums kernel under other tunings ----
 //
-// A copy of solutions/05-convolution/conv2d.cu's conv2d_rolling_sums_kernel, 16-byte-aligned
-// rows only, with its knobs as template parameters: cols_per_lane (float4s per lane),
-// rows_ahead (input rows loaded before they are added), warps per block, and whether a
-// chunk's first and last filter_size - 1 input rows skip the sums of output rows outside it
-// (the reference's choice; without it every row in the image runs the whole body, spending
-// filter_size - 1 rows' worth of FMAs per chunk on sums it never stores). The reference's own tuning is its row above these; see there for how the kernel
-// works.
+// The reference's own kernels (compiled into this file above, their knobs a template parameter:
+// rolling::Tuning), under the tunings the reference chose between. Each row names its columns
+// per lane and input rows per step; the reference runs the first at 9 x 9 and the second at
+// 15 x 15 (rolling::TuningFor), so those rows repeat it in the same run. The others: the
+// coefficients from shared memory instead of constant memory, every row of the image through
+// the whole body (without it, a chunk's first and last filter_size - 1 input rows skip the
+// sums of output rows outside it), and twice the chunks. See the reference for how the
+// kernels work.
 namespace candidate {
 
-template <int ColsPerLane, int RowsAhead, int WarpsPerBlock, int FilterSize>
-struct Geometry {
-  static constexpr int threads = 32 * WarpsPerBlock;
-  static constexpr int half = FilterSize / 2;
-  static constexpr int strip_cols = 32 * ColsPerLane;
-  static constexpr int halo = (half + 3) / 4 * 4;
-  static constexpr int window_vectors = (2 * halo + ColsPerLane) / 4;
-  static constexpr int window_floats = 4 * window_vectors;
-  static constexpr int window_offset = halo - half;
-  static constexpr int padded_cols = (FilterSize + 3) / 4 * 4;
+using rolling::Coefficients;
+
+struct EightColumnsOneRow : rolling::Tuning {
+  static constexpr int cols_per_lane = 8;
+  static constexpr int rows_per_step = 1;
 };
-
-template <int N>
-struct Floats {
-  float v[N];
+struct FourColumnsTwoRows : rolling::Tuning {
+  static constexpr int cols_per_lane = 4;
+  static constexpr int rows_per_step = 2;
 };
-
-// Writes only the float4s inside the image's columns; the others stay zero from the start.
-template <class G>
-__device__ void load_window(const float* __restrict__ in, ptrdiff_t first, int x0, int cols, bool inside,
-                            Floats<G::window_floats>& w) {
-#pragma unroll
-  for (int q = 0; q < G::window_vectors; ++q) {
-    const int x = x0 + 4 * q;
-    if (inside || (x >= 0 && x < cols))
-      *reinterpret_cast<float4*>(&w.v[4 * q]) = __ldg(reinterpret_cast<const float4*>(in + (first + 4 * q)));
-  }
-}
-
-template <class G, int K, int C>
-__device__ __forceinline__ void add_through_filter_row(int m, const Floats<G::window_floats>& w,
-                                                       const float (*filter)[G::padded_cols], float (&sums)[K][C]) {
-  constexpr int P = G::padded_cols;
-  float coef[P];
-#pragma unroll
-  for (int q = 0; q < P / 4; ++q)
-    *reinterpret_cast<float4*>(&coef[4 * q]) = *reinterpret_cast<const float4*>(&filter[K - 1 - m][4 * q]);
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    float s = m + 1 < K ? sums[m + 1][c] : 0.f;
-#pragma unroll
-    for (int j = 0; j < K; ++j) s = fmaf(w.v[G::window_offset + c + j], coef[j], s);
-    sums[m][c] = s;
-  }
-}
-
-template <int ColsPerLane, int RowsAhead, int WarpsPerBlock, bool SkipOutside, int FilterSize>
-__global__ void __launch_bounds__(32 * WarpsPerBlock)
-rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int strips, int chunks, int chunk_rows,
-                    const float* __restrict__ d_filter, float* __restrict__ out) {
-  using G = Geometry<ColsPerLane, RowsAhead, WarpsPerBlock, FilterSize>;
-  constexpr int K = FilterSize, C = ColsPerLane, P = G::padded_cols;
-  __shared__ __align__(16) float filter[K][P];
-  for (int t = int(threadIdx.x); t < K * P; t += G::threads)
-    filter[t / P][t % P] = t % P < K ? __ldg(d_filter + t / P * K + t % P) : 0.f;
-  __syncthreads();
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int unit = int(blockIdx.x) * WarpsPerBlock + warp;
-  if (unit >= strips * chunks) return;
-  const int col0 = (unit % strips) * G::strip_cols + C * lane;
-  const int out_row0 = (unit / strips) * chunk_rows;
-  const int out_row_end = min(out_row0 + chunk_rows, rows);
-  const int x0 = col0 - G::halo;
-  float sums[K][C];
-#pragma unroll
-  for (int m = 0; m < K; ++m)
-#pragma unroll
-    for (int c = 0; c < C; ++c) sums[m][c] = 0.f;
-  const bool inside = x0 >= 0 && x0 + G::window_floats <= cols;
-  ptrdiff_t next_offset = ptrdiff_t(out_row0 - G::half) * cols + x0;
-  Floats<G::window_floats> ahead[RowsAhead] = {};
-#pragma unroll
-  for (int a = 0; a < RowsAhead; ++a, next_offset += cols) {
-    const int y = out_row0 - G::half + a;
-    if (y >= 0 && y < rows) load_window<G>(in, next_offset, x0, cols, inside, ahead[a]);
-  }
-  // The rows that run the whole body: those whose output rows all lie in the chunk, or
-  // without SkipOutside every row in the image.
-  const int full_begin = SkipOutside ? out_row0 + G::half : max(out_row0 - G::half, 0);
-  const int full_end = SkipOutside ? out_row_end - G::half : min(out_row_end + G::half, rows);
-#pragma unroll 1
-  for (int y = out_row0 - G::half; y < out_row_end + G::half; ++y) {
-    const Floats<G::window_floats> w = ahead[0];
-#pragma unroll
-    for (int a = 0; a + 1 < RowsAhead; ++a) ahead[a] = ahead[a + 1];
-    if (y + RowsAhead >= 0 && y + RowsAhead < rows)
-      load_window<G>(in, next_offset, x0, cols, inside, ahead[RowsAhead - 1]);
-    next_offset += cols;
-    if (y >= full_begin && y < full_end) {
-#pragma unroll
-      for (int m = 0; m < K; ++m) add_through_filter_row<G, K, C>(m, w, filter, sums);
-    } else {
-      Floats<G::window_floats> row = w;
-      if (y < 0 || y >= rows)
-#pragma unroll
-        for (int i = 0; i < G::window_floats; ++i) row.v[i] = 0.f;
-      const int m_begin = out_row0 - (y - G::half), m_end = out_row_end - (y - G::half);
-#pragma unroll
-      for (int m = 0; m < K; ++m)
-        if (m >= m_begin && m < m_end) add_through_filter_row<G, K, C>(m, row, filter, sums);
-    }
-    const int out_row = y - G::half;
-    if (out_row >= out_row0) {
-      float* row_start = out + size_t(out_row) * cols;
-#pragma unroll
-      for (int q = 0; q < C / 4; ++q)
-        if (col0 + 4 * q < cols)
-          *reinterpret_cast<float4*>(row_start + col0 + 4 * q) =
-              make_float4(sums[0][4 * q], sums[0][4 * q + 1], sums[0][4 * q + 2], sums[0][4 * q + 3]);
-    }
-  }
-}
-
-// The reference's launch: chunks of rows sized so that every warp of the grid is resident.
-template <int ColsPerLane, int RowsAhead, int WarpsPerBlock, bool SkipOutside, int FilterSize>
-void launch(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
-  using G = Geometry<ColsPerLane, RowsAhead, WarpsPerBlock, FilterSize>;
-  const auto kernel = rolling_sums_kernel<ColsPerLane, RowsAhead, WarpsPerBlock, SkipOutside, FilterSize>;
-  static const int resident_warps = [kernel] {  // asked once: the host's time between a call's events counts
-    int device = 0, sm_count = 0, per_sm = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, G::threads, 0);
-    return std::max(1, sm_count * per_sm * WarpsPerBlock);
-  }();
-  const int strips = (cols + G::strip_cols - 1) / G::strip_cols;
-  const int chunks_wanted = std::max(1, resident_warps / strips);
-  const int chunk_rows = (rows + chunks_wanted - 1) / chunks_wanted;
-  const int chunks = (rows + chunk_rows - 1) / chunk_rows;
-  const unsigned blocks = unsigned((strips * chunks + WarpsPerBlock - 1) / WarpsPerBlock);
-  kernel<<<blocks, G::threads, 0, stream>>>(in, rows, cols, strips, chunks, chunk_rows, filter, out);
-}
+struct EightColumnsTwoRows : rolling::Tuning {
+  static constexpr int cols_per_lane = 8;
+  static constexpr int rows_per_step = 2;
+};
+struct FourColumnsOneRow : rolling::Tuning {
+  static constexpr int cols_per_lane = 4;
+  static constexpr int rows_per_step = 1;
+};
+struct SharedCoefficients : EightColumnsOneRow {
+  static constexpr Coefficients coefficients = Coefficients::shared_memory;
+};
+struct FullBodyEveryRow : FourColumnsTwoRows {
+  static constexpr bool skip_outside_sums = false;
+};
+struct TwoWaves : FourColumnsTwoRows {
+  static constexpr int waves = 2;
+};
 
 using Launch = void (*)(const float*, int, int, const float*, float*, cudaStream_t);
 
 // The filter sizes the dataset times from 5 x 5 on; nullptr for the others.
-template <int ColsPerLane, int RowsAhead, int WarpsPerBlock, bool SkipOutside>
+template <class T>
 Launch for_filter_size(int filter_size) {
   switch (filter_size) {
-    case 5: return launch<ColsPerLane, RowsAhead, WarpsPerBlock, SkipOutside, 5>;
-    case 9: return launch<ColsPerLane, RowsAhead, WarpsPerBlock, SkipOutside, 9>;
-    case 15: return launch<ColsPerLane, RowsAhead, WarpsPerBlock, SkipOutside, 15>;
+    case 5: return rolling::launch_rolling<T, 5>;
+    case 9: return rolling::launch_rolling<T, 9>;
+    case 15: return rolling::launch_rolling<T, 15>;
   }
   return nullptr;
 }
@@ -340,14 +240,14 @@ struct Tuning {
   Launch (*launch_for)(int filter_size);
 };
 
-// The reference's tuning is 8 columns per lane, 1 row ahead, 4 warps per block, skipping the
-// sums outside each chunk. The first candidate runs the whole body on every row: beside the
-// reference, what skipping those sums saves.
 const Tuning tunings[] = {
-    {"candidate: full body every row", for_filter_size<8, 1, 4, false>},
-    {"candidate: 4 cols/lane", for_filter_size<4, 1, 4, true>},
-    {"candidate: 8 cols/lane, 2 ahead", for_filter_size<8, 2, 4, true>},
-    {"candidate: 8 cols/lane, 2 warps", for_filter_size<8, 1, 2, true>},
+    {"candidate: 8 cols, 1 row/step", for_filter_size<EightColumnsOneRow>},
+    {"candidate: 4 cols, 2 rows/step", for_filter_size<FourColumnsTwoRows>},
+    {"candidate: 8 cols, 2 rows/step", for_filter_size<EightColumnsTwoRows>},
+    {"candidate: 4 cols, 1 row/step", for_filter_size<FourColumnsOneRow>},
+    {"candidate: 8, 1, shared coefs", for_filter_size<SharedCoefficients>},
+    {"candidate: 4, 2, full body", for_filter_size<FullBodyEveryRow>},
+    {"candidate: 4, 2, 2 waves", for_filter_size<TwoWaves>},
 };
 
 }  // namespace candidate
@@ -386,8 +286,9 @@ void copy_filter_to_constant(const float* filter, const Problem& p, cudaStream_t
                           cudaMemcpyDeviceToDevice, stream);
 }
 
-// The candidates run only where the reference's rolling kernel might: 16-byte-aligned rows
-// (cols a multiple of 4; cudaMalloc aligns the buffers) at a filter size they are built for.
+// The candidates run at the filter sizes they are built for, on 16-byte-aligned rows (cols a
+// multiple of 4; cudaMalloc aligns the buffers), where the reference's kernel runs its float4
+// loads.
 void add_candidates(std::vector<Variant>& rows, const Problem& p) {
   if (p.cols % 4 != 0) return;
   for (const candidate::Tuning& t : candidate::tunings)

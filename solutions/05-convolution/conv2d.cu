@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace {
 
@@ -250,18 +251,32 @@ void launch_tiled(const float* in, int rows, int cols, const float* filter, floa
 // body (up to 78 KB of code at 15 x 15) streams through the instruction cache. This kernel
 // gives each FMA more company of its own kind. Each warp owns a strip of 32 x cols_per_lane
 // columns and walks down a chunk of its rows, as the fused separable kernel does. A lane loads
-// each input row once, as whole float4s (its columns and the halo on either side), straight
-// from global memory (L1 serves the overlap between neighbouring lanes), and adds it into the
-// filter_size output rows it feeds: filter row i's taps go into the sum of output row
-// y + half - i. Those sums stay in registers; after each input row the oldest is complete,
-// is stored, and the others move down one place. The loop body is one input row:
-// filter_size^2 x cols_per_lane FMAs, up to 1800 in 29 KB of code, against one load per
-// float4 of the window and one shared-memory load per four coefficients (each coefficient
-// feeds cols_per_lane FMAs: 32 FMAs per shared-memory load). ptxas folds the move of the sums
-// into each sum's first FMA, so no instruction moves them. The coefficients come from shared
-// memory as float4s (filter rows padded to whole float4s); from constant memory, ptxas loads
-// them into uniform registers two at a time (ULDC.64), twice the loads, and there is no copy
-// to constant memory to wait for.
+// each input row once, as whole float4s (its columns and the halo on either side; L1 serves
+// the overlap between neighbouring lanes), and adds it into the filter_size output rows it
+// feeds: filter row i's taps go into the sum of output row y + half - i. Those sums stay in
+// registers; after each input row the oldest is complete, is stored, and the others move down
+// one place, a move that ptxas folds into each sum's first FMA.
+//
+// The coefficients are copied into constant memory (c_taps) before the kernel, one copy per
+// call on the stream, and each FMA reads its coefficient from a uniform register that ptxas
+// fills from there (ULDC.64, two coefficients at a time, some kept across rows). An FMA then
+// reads only two operands from the register file, the window's value and the sum, which
+// ptxas places in different banks: none of the loop's FMAs waits on a bank conflict. With
+// the coefficients in ordinary registers (from shared memory as float4s, the other tuning the
+// benchmark times) a third of the FMAs read three operands from two banks, and the profiler
+// counts the conflicts as dispatch stalls.
+//
+// Two forms of the loop, chosen by filter size (rolling::TuningFor):
+//   - Up to 9 x 9, one input row per step and 8 columns per lane: the window of the row ahead
+//     is loaded into registers while the FMAs of the current row run.
+//   - From 11 x 11, two input rows per step and 4 columns per lane
+//     (conv2d_rolling_pairs_kernel): each coefficient, loaded once, feeds both rows' FMAs, and
+//     the rows arrive through a ring of shared-memory slots that cp.async fills three rows
+//     ahead, so no instruction copies a window. Half the columns halve the sums: 154 registers
+//     at 15 x 15, 3 blocks per SM instead of 2, so each scheduler has 3 warps to cover the
+//     waits on loads and on instruction fetches (the profile at 15 x 15 in
+//     docs/design/05-convolution.md: issue slots busy 76% with one row per step and 8 columns,
+//     waiting mostly on the window's loads).
 //
 // The rest of the loop is kept off the path that nearly every row takes:
 //   - A chunk's first and last filter_size - 1 input rows also feed output rows outside it.
@@ -274,25 +289,50 @@ void launch_tiled(const float* in, int rows, int cols, const float* filter, floa
 //     the inner rows all lie in the image. The window's floats outside the image's columns
 //     are zeroed once, before the loop, and no load writes them: no instruction zeroes
 //     padding row by row.
-//   - Which float4s of a lane's window lie in the image is decided once, and the row's offset
-//     moves down by cols per row: each load is one predicated LDG.
-// In ptxas's code for sm_90 (CUDA 13.0, 16-byte-aligned rows) an inner row's path is 1929
-// instructions at 15 x 15, 1800 of them FMAs (93%), 60 shared-memory loads and 22 moves of the
-// window loaded ahead; 735 at 9 x 9, 648 of them FMAs (88%). 211 and 144 registers, no spills.
+//   - Which float4s of a lane's window lie in the image is decided once: each load is one
+//     predicated LDG (or cp.async).
+// docs/design/05-convolution.md counts ptxas's instructions on the inner path and has the
+// profiles.
 
 namespace rolling {
 
-// The knobs, chosen by counting instructions in ptxas's output for sm_90 (the benchmark times
-// the alternatives beside the reference): with 8 columns per lane and 16-byte-aligned rows an
-// inner row's path is 84-93% FMAs from 7 x 7 to 15 x 15, at 127-222 registers, 4 to 2 blocks
-// per SM (4 warps per block: one per scheduler, so that every scheduler has as many warps),
-// with 8 independent sums per output row to hide the FMAs' latency. Two rows ahead add moves
-// of the window (79-91% FMAs).
+// Where the kernel reads the filter's coefficients.
+enum class Coefficients {
+  constant_bank,  // copied into c_taps before the kernel; each FMA reads one from a uniform register
+  shared_memory,  // loaded by each block into shared memory, then as float4s into registers
+};
+
+// The knobs for 7 x 7 and 9 x 9, measured against the alternatives the benchmark times beside
+// the reference (its "candidate:" rows): 8 columns per lane (4 warps per block: one per
+// scheduler), one row per step, 128 registers at 9 x 9, 4 blocks per SM.
 struct Tuning {
   static constexpr int warps_per_block = 4;
   static constexpr int cols_per_lane = 8;   // two float4s per lane: each warp stores 1 KiB of whole lines per row
-  static constexpr int rows_ahead = 1;      // input rows a lane has loaded beyond the one it adds
+  static constexpr int rows_ahead = 1;      // one row per step: rows a lane has loaded beyond the one it adds
+  static constexpr Coefficients coefficients = Coefficients::constant_bank;
+  static constexpr bool skip_outside_sums = true;  // a chunk's first and last rows skip sums outside it
+  static constexpr int waves = 1;           // chunks sized so that every warp of the grid is resident at once
+  static constexpr int rows_per_step = 1;   // input rows added per step of the inner loop (1 or 2)
 };
+
+// From 11 x 11: two rows per step over 4 columns per lane (at 9 x 9 it is slower: the one-row
+// loop already runs 4 blocks per SM there, and its body is a third of the size). Measured at
+// 15 x 15 on an H100: 0.627 ms, 72% of the FP32 peak, against 0.680 ms with Tuning. The same
+// with skip_outside_sums off measured faster in that run (0.606 ms): the next candidate
+// (docs/design/05-convolution.md).
+struct WideTuning : Tuning {
+  static constexpr int cols_per_lane = 4;   // one float4 per lane
+  static constexpr int rows_per_step = 2;
+};
+
+template <int FilterSize>
+using TuningFor = std::conditional_t<(FilterSize >= 11), WideTuning, Tuning>;
+
+// The filter for the constant-bank tuning, row-major and dense: coefficient (i, j) of a
+// K x K filter is c_taps[i * K + j], an address known at compile time. One copy for the
+// module: two calls running at once on different streams would overwrite each other's
+// filter (the lab's calls come one after another, as the README's Step 1 says).
+__constant__ float c_taps[MAX_FILTER_SIZE * MAX_FILTER_SIZE];
 
 template <class T, int FilterSize>
 struct Geometry {
@@ -340,15 +380,23 @@ __device__ void load_window(const float* __restrict__ in, ptrdiff_t first, int x
 // places below its top (m = 0: the oldest sum, K - 1: the newest). The sum moves down one
 // place as its first FMA reads it: sums[m] starts from sums[m + 1] (not yet updated, m
 // ascending), and the newest output row from zero. m is a constant once the loops unroll.
-template <class G>
+template <class T, class G>
 __device__ __forceinline__ void add_through_filter_row(int m, const Window<G>& w,
                                                        const float (*filter)[G::padded_cols],
                                                        float (&sums)[G::filter_size][G::lane_cols]) {
   constexpr int K = G::filter_size, C = G::lane_cols, P = G::padded_cols;
-  float coef[P];
+  float coef[K];
+  if constexpr (T::coefficients == Coefficients::constant_bank) {
 #pragma unroll
-  for (int q = 0; q < P / 4; ++q)
-    *reinterpret_cast<float4*>(&coef[4 * q]) = *reinterpret_cast<const float4*>(&filter[K - 1 - m][4 * q]);
+    for (int j = 0; j < K; ++j) coef[j] = c_taps[(K - 1 - m) * K + j];
+  } else {
+    float padded[P];
+#pragma unroll
+    for (int q = 0; q < P / 4; ++q)
+      *reinterpret_cast<float4*>(&padded[4 * q]) = *reinterpret_cast<const float4*>(&filter[K - 1 - m][4 * q]);
+#pragma unroll
+    for (int j = 0; j < K; ++j) coef[j] = padded[j];
+  }
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     float s = m + 1 < K ? sums[m + 1][c] : 0.f;
@@ -366,10 +414,12 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
                            const float* __restrict__ d_filter, float* __restrict__ out) {
   using G = Geometry<T, FilterSize>;
   constexpr int K = FilterSize, C = G::lane_cols, P = G::padded_cols;
-  __shared__ __align__(16) float filter[K][P];
-  for (int t = int(threadIdx.x); t < K * P; t += G::threads)
-    filter[t / P][t % P] = t % P < K ? __ldg(d_filter + t / P * K + t % P) : 0.f;
-  __syncthreads();  // the only one: before any warp leaves
+  __shared__ __align__(16) float filter[T::coefficients == Coefficients::shared_memory ? K : 1][P];
+  if constexpr (T::coefficients == Coefficients::shared_memory) {
+    for (int t = int(threadIdx.x); t < K * P; t += G::threads)
+      filter[t / P][t % P] = t % P < K ? __ldg(d_filter + t / P * K + t % P) : 0.f;
+    __syncthreads();  // the only one: before any warp leaves
+  }
 
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int unit = int(blockIdx.x) * T::warps_per_block + warp;
@@ -402,7 +452,8 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
   // (y in [full_begin, full_end): all but its first and last filter_size - 1 input rows),
   // every FMA counts. Near the chunk's ends the sums of rows outside it are skipped, a branch
   // per filter row that the whole warp takes alike.
-  const int full_begin = out_row0 + G::half, full_end = out_row_end - G::half;
+  const int full_begin = T::skip_outside_sums ? out_row0 + G::half : max(out_row0 - G::half, 0);
+  const int full_end = T::skip_outside_sums ? out_row_end - G::half : min(out_row_end + G::half, rows);
 
   // One input row per iteration: the body stays small enough for the instruction cache.
 #pragma unroll 1
@@ -416,7 +467,7 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
 
     if (y >= full_begin && y < full_end) {
 #pragma unroll
-      for (int m = 0; m < K; ++m) add_through_filter_row<G>(m, w, filter, sums);
+      for (int m = 0; m < K; ++m) add_through_filter_row<T, G>(m, w, filter, sums);
     } else {
       // sums[m] is output row y - half + m: kept only from out_row0 to out_row_end - 1. A row
       // outside the image (never loaded) adds zeros.
@@ -427,7 +478,7 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
       const int m_begin = out_row0 - (y - G::half), m_end = out_row_end - (y - G::half);
 #pragma unroll
       for (int m = 0; m < K; ++m)
-        if (m >= m_begin && m < m_end) add_through_filter_row<G>(m, row, filter, sums);
+        if (m >= m_begin && m < m_end) add_through_filter_row<T, G>(m, row, filter, sums);
     }
 
     const int out_row = y - G::half;  // complete: its last input row, y, is in
@@ -450,52 +501,256 @@ conv2d_rolling_sums_kernel(const float* __restrict__ in, int rows, int cols, int
   }
 }
 
+// ---- two input rows per step ----
+//
+// The kernel above adds one input row per step: each coefficient, loaded into a uniform
+// register, feeds cols_per_lane FMAs, and the row loaded ahead is copied into place. This one
+// adds two rows per step, coefficient by coefficient, so that each coefficient feeds twice the
+// FMAs, and the rows come through a ring of four slots of shared memory per warp, filled by
+// cp.async three rows ahead, so that no instruction copies a window. The first and last
+// filter_size - 1 rows of a chunk go one at a time through the body that skips the sums
+// outside the chunk, as in the kernel above.
+
+// cp.async from sm_80 on; before that (sm_75) a plain copy through registers, complete before
+// the next instruction, so that the waits have nothing to wait for.
+__device__ __forceinline__ void copy_async_16(float4* to_shared, const float* from_global) {
+#if __CUDA_ARCH__ >= 800
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(to_shared));
+  // .ca: through L1, where the three lanes that share each float4 of the image find it.
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(from_global) : "memory");
+#else
+  *to_shared = __ldg(reinterpret_cast<const float4*>(from_global));
+#endif
+}
+
+__device__ __forceinline__ void commit_copies() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int Pending>
+__device__ __forceinline__ void wait_for_copies() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+#endif
+}
+
+// A lane's part of one slot: its window's float4s, lanes side by side (conflict-free).
+template <class G>
+using Slot = float4[G::window_vectors][32];
+
+// Starts copying row y's window into `slot` (its float4s inside the image; the others stay
+// zero), as one group of copies; a row outside [0, rows) or past the chunk is not copied, and
+// its group is empty, so that every step waits for the same number of groups.
+template <class G>
+__device__ void stage_row(Slot<G>& slot, const float* row, bool wanted, int x0, int cols, bool inside, int lane) {
+  if (wanted) {
+#pragma unroll
+    for (int q = 0; q < G::window_vectors; ++q) {
+      const int x = x0 + 4 * q;
+      if (inside || (x >= 0 && x < cols)) copy_async_16(&slot[q][lane], row + 4 * q);
+    }
+  }
+  commit_copies();
+}
+
+template <class G>
+__device__ Window<G> read_row(const Slot<G>& slot, int lane) {
+  Window<G> w;
+#pragma unroll
+  for (int q = 0; q < G::window_vectors; ++q) *reinterpret_cast<float4*>(&w.v[4 * q]) = slot[q][lane];
+  return w;
+}
+
+// Adds input rows y (window a) and y + 1 (window b) into the sums, coefficient by coefficient.
+// Before, sums[m + 1] holds output row y - half + m (as after row y - 1); after, sums[m] holds
+// output row y + 1 - half + m (as after row y + 1), and done[0] the completed output row
+// y - half (sums[0] is y + 1 - half, also complete).
+template <class G>
+__device__ __forceinline__ void add_two_rows(const Window<G>& a, const Window<G>& b,
+                                             float (&sums)[G::filter_size][G::lane_cols],
+                                             float (&done)[G::lane_cols]) {
+  constexpr int K = G::filter_size, C = G::lane_cols, O = G::window_offset;
+  float t[K + 1][C];  // t[m]: output row y - half + m
+#pragma unroll
+  for (int m = 0; m <= K; ++m)
+#pragma unroll
+    for (int c = 0; c < C; ++c) t[m][c] = m + 1 < K ? sums[m + 1][c] : 0.f;
+#pragma unroll
+  for (int i = 0; i < K; ++i)
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      const float f = c_taps[i * K + j];
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        t[K - 1 - i][c] = fmaf(a.v[O + c + j], f, t[K - 1 - i][c]);  // row y feeds output y + half - i
+        t[K - i][c] = fmaf(b.v[O + c + j], f, t[K - i][c]);          // row y + 1 feeds y + 1 + half - i
+      }
+    }
+#pragma unroll
+  for (int c = 0; c < C; ++c) done[c] = t[0][c];
+#pragma unroll
+  for (int m = 0; m < K; ++m)
+#pragma unroll
+    for (int c = 0; c < C; ++c) sums[m][c] = t[m + 1][c];
+}
+
+template <class G>
+__device__ __forceinline__ void store_row(float* __restrict__ out, int cols, int out_row, int col0,
+                                          const float (&values)[G::lane_cols]) {
+  float* row_start = out + size_t(out_row) * cols;
+#pragma unroll
+  for (int q = 0; q < G::lane_cols / 4; ++q)
+    if (col0 + 4 * q < cols)
+      *reinterpret_cast<float4*>(row_start + col0 + 4 * q) =
+          make_float4(values[4 * q], values[4 * q + 1], values[4 * q + 2], values[4 * q + 3]);
+}
+
+// 16-byte-aligned rows only (the copies are float4s).
+template <class T, int FilterSize>
+__global__ void __launch_bounds__(Geometry<T, FilterSize>::threads)
+conv2d_rolling_pairs_kernel(const float* __restrict__ in, int rows, int cols, int strips, int chunks, int chunk_rows,
+                            float* __restrict__ out) {
+  using G = Geometry<T, FilterSize>;
+  static_assert(T::coefficients == Coefficients::constant_bank, "two rows per step read the constant bank");
+  constexpr int K = FilterSize, C = G::lane_cols, V = G::window_vectors;
+  __shared__ Slot<G> ring[T::warps_per_block][4];
+
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int unit = int(blockIdx.x) * T::warps_per_block + warp;
+  if (unit >= strips * chunks) return;
+  const int col0 = (unit % strips) * G::strip_cols + C * lane;
+  const int out_row0 = (unit / strips) * chunk_rows;
+  const int out_row_end = min(out_row0 + chunk_rows, rows);
+  const int x0 = col0 - G::halo;
+  const bool inside = x0 >= 0 && x0 + G::window_floats <= cols;
+  Slot<G>* slots = ring[warp];
+
+  // The float4s outside the image's columns are never copied: zero once.
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int q = 0; q < V; ++q)
+      if (!(inside || (x0 + 4 * q >= 0 && x0 + 4 * q < cols))) slots[s][q][lane] = make_float4(0.f, 0.f, 0.f, 0.f);
+
+  float sums[K][C];
+#pragma unroll
+  for (int m = 0; m < K; ++m)
+#pragma unroll
+    for (int c = 0; c < C; ++c) sums[m][c] = 0.f;
+
+  // Input rows first_y .. last_y - 1; row y goes to slot (y - first_y) % 4. Before each step
+  // that starts at row y, the copies of rows up to y + 2 have been started.
+  const int first_y = out_row0 - G::half, last_y = out_row_end + G::half;
+  const float* next_row = in + (ptrdiff_t(first_y) * cols + x0);  // row first_y, then one further down
+  auto stage_next = [&](int y) {
+    stage_row<G>(slots[(y - first_y) & 3], next_row, y >= 0 && y < rows && y < last_y, x0, cols, inside, lane);
+    next_row += cols;
+  };
+#pragma unroll
+  for (int a = 0; a < 3; ++a) stage_next(first_y + a);
+
+  const int full_begin = T::skip_outside_sums ? out_row0 + G::half : max(out_row0 - G::half, 0);
+  const int full_end = T::skip_outside_sums ? out_row_end - G::half : min(out_row_end + G::half, rows);
+
+  // One row, through the skip path: the chunk's first and last filter_size - 1 rows, and rows
+  // of padding.
+  auto one_row = [&](int y) {
+    wait_for_copies<2>();
+    Window<G> w = read_row<G>(slots[(y - first_y) & 3], lane);
+    stage_next(y + 3);
+    if (y < 0 || y >= rows)
+#pragma unroll
+      for (int i = 0; i < G::window_floats; ++i) w.v[i] = 0.f;
+    const int m_begin = out_row0 - (y - G::half), m_end = out_row_end - (y - G::half);
+#pragma unroll
+    for (int m = 0; m < K; ++m)
+      if (m >= m_begin && m < m_end) add_through_filter_row<T, G>(m, w, nullptr, sums);
+    if (y - G::half >= out_row0) store_row<G>(out, cols, y - G::half, col0, sums[0]);
+  };
+
+  int y = first_y;
+#pragma unroll 1
+  for (; y < min(full_begin, last_y); ++y) one_row(y);
+#pragma unroll 1
+  for (; y + 1 < full_end; y += 2) {
+    wait_for_copies<1>();  // rows y and y + 1
+    const Window<G> a = read_row<G>(slots[(y - first_y) & 3], lane);
+    const Window<G> b = read_row<G>(slots[(y + 1 - first_y) & 3], lane);
+    stage_next(y + 3);  // into row y - 1's slot
+    float done[C];
+    add_two_rows<G>(a, b, sums, done);
+    if (y - G::half >= out_row0) store_row<G>(out, cols, y - G::half, col0, done);
+    if (y + 1 - G::half >= out_row0) store_row<G>(out, cols, y + 1 - G::half, col0, sums[0]);
+    stage_next(y + 4);  // into row y's slot, read before the FMAs above
+  }
+#pragma unroll 1
+  for (; y < last_y; ++y) one_row(y);
+}
+
 // Chunks of rows sized so that the grid's warps are all resident at once: the fewest chunks,
 // so the fewest halo rows read twice and the fewest rows off the inner path.
-template <class T, int FilterSize, bool VectorLoads>
-Launch plan(int rows, int cols) {
+// One instantiation, so one occupancy query, per kernel: VectorLoads and Pairs name it.
+template <class T, int FilterSize, bool VectorLoads, bool Pairs, class Kernel>
+Launch plan(Kernel kernel, int rows, int cols) {
   using G = Geometry<T, FilterSize>;
-  static const int resident_warps =
-      resident_warps_of(conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads>, G::threads, T::warps_per_block);
+  static const int resident_warps = resident_warps_of(kernel, G::threads, T::warps_per_block);
   const int strips = ceil_div(cols, G::strip_cols);
-  const int chunks_wanted = std::max(1, resident_warps / strips);
+  const int chunks_wanted = std::max(1, resident_warps * T::waves / strips);
   return strip_launch(rows, strips, ceil_div(rows, chunks_wanted), T::warps_per_block);
 }
 
 template <class T, int FilterSize, bool VectorLoads>
 void launch_rolling(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
-  const Launch l = plan<T, FilterSize, VectorLoads>(rows, cols);
-  conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads><<<l.blocks, Geometry<T, FilterSize>::threads, 0, stream>>>(
-      in, rows, cols, l.strips, l.chunks, l.chunk_rows, filter, out);
+  constexpr int threads = Geometry<T, FilterSize>::threads;
+  if constexpr (T::coefficients == Coefficients::constant_bank)
+    cudaMemcpyToSymbolAsync(c_taps, filter, sizeof(float) * FilterSize * FilterSize, 0, cudaMemcpyDeviceToDevice,
+                            stream);
+  if constexpr (VectorLoads && T::rows_per_step == 2) {
+    const auto kernel = conv2d_rolling_pairs_kernel<T, FilterSize>;
+    const Launch l = plan<T, FilterSize, VectorLoads, true>(kernel, rows, cols);
+    kernel<<<l.blocks, threads, 0, stream>>>(in, rows, cols, l.strips, l.chunks, l.chunk_rows, out);
+  } else {
+    const auto kernel = conv2d_rolling_sums_kernel<T, FilterSize, VectorLoads>;
+    const Launch l = plan<T, FilterSize, VectorLoads, false>(kernel, rows, cols);
+    kernel<<<l.blocks, threads, 0, stream>>>(in, rows, cols, l.strips, l.chunks, l.chunk_rows, filter, out);
+  }
 }
 
+// 16-byte-aligned rows with tuning T (the benchmark's candidates call this too); other rows
+// with scalar loads, one row per step at 8 columns per lane, whatever the size: with 4 columns
+// per lane ptxas spills at 15 x 15, and only the checks' ragged images take that path.
 template <class T, int FilterSize>
 void launch_rolling(const float* in, int rows, int cols, const float* filter, float* out, cudaStream_t stream) {
   const bool vector_loads = cols % 4 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0 &&
                             reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (vector_loads) launch_rolling<T, FilterSize, true>(in, rows, cols, filter, out, stream);
-  else launch_rolling<T, FilterSize, false>(in, rows, cols, filter, out, stream);
+  else launch_rolling<Tuning, FilterSize, false>(in, rows, cols, filter, out, stream);
 }
 
 }  // namespace rolling
 
 }  // namespace
 
+// The benchmark compiles this file into its own for the kernels' other tunings, with
+// LAB05_KERNELS_ONLY defined, and takes these two functions from the reference it links.
+#ifndef LAB05_KERNELS_ONLY
+
 // Up to 5 x 5 the tile kernel runs close to a copy of the image; from 7 x 7 on, the rolling
 // sums.
 extern "C" void conv2d(const float* d_in, int rows, int cols, const float* d_filter, int filter_size, float* d_out,
                        cudaStream_t stream) {
   if (rows < 1 || cols < 1 || filter_size < 1 || filter_size > MAX_FILTER_SIZE || filter_size % 2 == 0) return;
-  using T = rolling::Tuning;
   switch (filter_size) {
     case 1: return launch_tiled<1>(d_in, rows, cols, d_filter, d_out, stream);
     case 3: return launch_tiled<3>(d_in, rows, cols, d_filter, d_out, stream);
     case 5: return launch_tiled<5>(d_in, rows, cols, d_filter, d_out, stream);
-    case 7: return rolling::launch_rolling<T, 7>(d_in, rows, cols, d_filter, d_out, stream);
-    case 9: return rolling::launch_rolling<T, 9>(d_in, rows, cols, d_filter, d_out, stream);
-    case 11: return rolling::launch_rolling<T, 11>(d_in, rows, cols, d_filter, d_out, stream);
-    case 13: return rolling::launch_rolling<T, 13>(d_in, rows, cols, d_filter, d_out, stream);
-    case 15: return rolling::launch_rolling<T, 15>(d_in, rows, cols, d_filter, d_out, stream);
+    case 7: return rolling::launch_rolling<rolling::TuningFor<7>, 7>(d_in, rows, cols, d_filter, d_out, stream);
+    case 9: return rolling::launch_rolling<rolling::TuningFor<9>, 9>(d_in, rows, cols, d_filter, d_out, stream);
+    case 11: return rolling::launch_rolling<rolling::TuningFor<11>, 11>(d_in, rows, cols, d_filter, d_out, stream);
+    case 13: return rolling::launch_rolling<rolling::TuningFor<13>, 13>(d_in, rows, cols, d_filter, d_out, stream);
+    case 15: return rolling::launch_rolling<rolling::TuningFor<15>, 15>(d_in, rows, cols, d_filter, d_out, stream);
   }
 }
 
@@ -754,3 +1009,5 @@ extern "C" void conv2d_separable(const float* d_in, int rows, int cols, const fl
   if (rows < 1 || cols < 1 || filter_size < 1 || filter_size > MAX_FILTER_SIZE || filter_size % 2 == 0) return;
   separable::dispatch<separable::Tuning>(d_in, rows, cols, d_row_filter, d_col_filter, filter_size, d_out, stream);
 }
+
+#endif  // LAB05_KERNELS_ONLY
