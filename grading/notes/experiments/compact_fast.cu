@@ -155,9 +155,9 @@ __global__ void __launch_bounds__(K::threads, K::min_blocks) compact_kernel(Sele
   Slice<K::rows> bits;
   size_t first = size_t(tile) * K::tile_items + size_t(warp) * K::warp_items;
   load_tile_slice<K>(a.in, a.n, first, (size_t(tile) + 1) * K::tile_items <= a.n, lane, policy, bits);
-  u32 kept_before_lane[K::rows];
-  u32 warp_total = count_slice(bits, lane, kept_before_lane);
-  if (lane == 0) warp_totals[warp] = warp_total;
+  SliceCounts<K::rows> counts;
+  count_slice(bits, lane, counts);
+  if (lane == 0) warp_totals[warp] = counts.slice_total;
   if (K::tile == tile_spec && threadIdx.x == 0) {
     if (ticket == a.tile_count - 1) atomicExch(a.tile_counter, 0u);
     ticket_shared = ticket;
@@ -170,9 +170,9 @@ __global__ void __launch_bounds__(K::threads, K::min_blocks) compact_kernel(Sele
       tile = ticketed;
       first = size_t(tile) * K::tile_items + size_t(warp) * K::warp_items;
       load_tile_slice<K>(a.in, a.n, first, (size_t(tile) + 1) * K::tile_items <= a.n, lane, policy, bits);
-      warp_total = count_slice(bits, lane, kept_before_lane);
+      count_slice(bits, lane, counts);
       // No thread reads warp_totals between the barrier above and the one below.
-      if (lane == 0) warp_totals[warp] = warp_total;
+      if (lane == 0) warp_totals[warp] = counts.slice_total;
       __syncthreads();
     }
   }
@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(K::threads, K::min_blocks) compact_kernel(Sele
     if (w == warp) warp_prefix = tile_kept;
     tile_kept += warp_totals[w];
   }
-  stage_slice<false>(staged, first, a.n, warp * K::warp_items, lane, warp_prefix, tile_kept, bits, kept_before_lane);
+  stage_slice<false>(staged, first, a.n, warp * K::warp_items, lane, warp_prefix, tile_kept, bits, counts);
 
   if (warp == 0) {
     if (lane == 0) publish_aggregate(a.status, tile, tile_kept, a.epoch);
@@ -223,7 +223,7 @@ Variant variant(const std::string& name) {
     const size_t tiles = (n + K::tile_items - 1) / K::tile_items;
     DeviceScratch* scratch = scratch_for(tiles, s);
     if (scratch == nullptr) std::exit(2);
-    SelectArgs a = select_args(in, n, out, *scratch);
+    SelectArgs a = select_args(in, n, out, K::tile_items, *scratch);
     a.tile_count = u32(tiles);
     a.count_out = count;
     lab07_fast::compact_kernel<K><<<u32(tiles), K::threads, K::staged_bytes, s>>>(a);
@@ -262,34 +262,31 @@ template <int T, int R, int M, int Tile, int L, int S>
 using K = Knobs<T, R, M, Tile, L, S>;
 
 std::vector<Variant> variants() {
+  auto reference_with = [](auto shape, const char* name) {
+    using Shape = decltype(shape);
+    return Variant{name,
+                   [](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) {
+                     if (n == 0) return compact_positive(in, n, out, c, s);
+                     compact_with<Shape>(in, n, out, c, s);
+                   },
+                   reinterpret_cast<const void*>(compaction_kernel<Shape>), block_threads, Shape::staged_bytes, false};
+  };
   return {
       {"reference", [](const float* in, size_t n, float* out, size_t* c, cudaStream_t s) { compact_positive(in, n, out, c, s); },
-       reinterpret_cast<const void*>(&compact_positive_kernel), block_threads, 0, false},
-      variant<K<256, 8, 4, tile_ticket, load_default, store_loop>>("256x8 ticket (as reference)"),
-      variant<K<256, 8, 4, tile_spec, load_default, store_loop>>("256x8 spec"),
-      variant<K<256, 8, 4, tile_bidx, load_default, store_loop>>("256x8 bidx"),
+       nullptr, 0, 0, false},
+      reference_with(SmallCompactTiles{}, "reference, 8 loads (256x8)"),
+      reference_with(LargeCompactTiles{}, "reference, 12 loads (256x12)"),
       variant<K<256, 8, 4, tile_ticket, load_cs, store_loop>>("256x8 ticket ldcs"),
-      variant<K<256, 8, 4, tile_ticket, load_ef, store_loop>>("256x8 ticket ef"),
-      variant<K<256, 8, 4, tile_ticket, load_pf, store_loop>>("256x8 ticket pf"),
       variant<K<256, 8, 4, tile_ticket, load_default, store_loopcs>>("256x8 ticket loopcs"),
-      variant<K<256, 8, 4, tile_ticket, load_default, store_vec>>("256x8 ticket vec"),
-      variant<K<256, 8, 4, tile_spec, load_cs, store_loopcs>>("256x8 spec ldcs loopcs"),
-      variant<K<256, 8, 4, tile_spec, load_cs, store_loop>>("256x8 spec ldcs"),
-      variant<K<256, 8, 4, tile_spec, load_pf, store_loop>>("256x8 spec pf"),
-      variant<K<256, 8, 4, tile_spec, load_ef, store_loop>>("256x8 spec ef"),
-      variant<K<256, 8, 4, tile_spec, load_default, store_vec>>("256x8 spec vec"),
-      variant<K<256, 8, 4, tile_spec, load_default, store_loopcs>>("256x8 spec loopcs"),
-      variant<K<256, 8, 4, tile_bidx, load_cs, store_loopcs>>("256x8 bidx ldcs loopcs"),
-      variant<K<256, 8, 4, tile_spec, load_cs, store_vec>>("256x8 spec ldcs vec"),
-      variant<K<256, 8, 4, tile_spec, load_pf, store_loopcs>>("256x8 spec pf loopcs"),
-      variant<K<256, 8, 4, tile_bidx, load_pf, store_loop>>("256x8 bidx pf"),
-      variant<K<256, 10, 3, tile_spec, load_default, store_loop>>("256x10 mb3 spec"),
+      variant<K<256, 8, 4, tile_bidx, load_default, store_loop>>("256x8 bidx"),
+      variant<K<256, 12, 3, tile_ticket, load_cs, store_loop>>("256x12 mb3 ticket ldcs"),
+      variant<K<256, 12, 3, tile_ticket, load_default, store_loopcs>>("256x12 mb3 ticket loopcs"),
+      variant<K<256, 12, 3, tile_ticket, load_default, store_vec>>("256x12 mb3 ticket vec"),
       variant<K<256, 12, 3, tile_spec, load_default, store_loop>>("256x12 mb3 spec"),
-      variant<K<256, 12, 3, tile_spec, load_cs, store_loopcs>>("256x12 mb3 spec ldcs loopcs"),
-      variant<K<256, 16, 2, tile_spec, load_default, store_loop>>("256x16 mb2 spec"),
-      variant<K<128, 8, 8, tile_spec, load_default, store_loop>>("128x8 mb8 spec"),
-      variant<K<128, 12, 6, tile_spec, load_default, store_loop>>("128x12 mb6 spec"),
-      variant<K<256, 6, 5, tile_spec, load_default, store_loop>>("256x6 mb5 spec"),
+      variant<K<256, 12, 3, tile_bidx, load_default, store_loop>>("256x12 mb3 bidx"),
+      variant<K<256, 10, 3, tile_ticket, load_default, store_loop>>("256x10 mb3 ticket"),
+      variant<K<256, 16, 2, tile_ticket, load_default, store_loop>>("256x16 mb2 ticket"),
+      variant<K<128, 12, 6, tile_ticket, load_default, store_loop>>("128x12 mb6 ticket"),
       {"cub::DeviceSelect::If", cub_select(), nullptr, 0, 0, false},
   };
 }
