@@ -60,8 +60,10 @@ static_assert(tile_items == 8192, "the tile the measurements were made with");
 
 // The compaction's shapes, picked by n. A larger tile spends its block's barriers and look-back
 // on more elements, and more of the input is on its way per SM (3 blocks x 48 KiB against 4 x
-// 32 KiB), which wins at 2^28 (62 waves of blocks); at 2^24 (4 waves) the smaller tile is
-// faster. The switch between the two measured sizes is not itself measured.
+// 32 KiB), which wins at 2^28 (55 waves of blocks). At 2^24 (4 waves) the two are within noise
+// of each other, and the 8-load tile, which the smaller sizes were tuned and checked with,
+// stays below 2^26. Where between the two measured sizes the larger tile starts to win is not
+// measured.
 // blocks_per_sm is what __launch_bounds__ asks for: it caps the registers at 64 (8 loads) and
 // 80 (12 loads, and the split's 8), which is what the kernels need without spilling.
 template <int Rows, int BlocksPerSm>
