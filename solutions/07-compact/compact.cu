@@ -2,9 +2,9 @@
 // decoupled look-back of lab 06 (Merrill and Garland, 2016) carrying counts instead of sums,
 // the method behind cub::DeviceSelect, written out without CUB.
 //
-// Each block takes the next tile of 8192 elements (256 threads x 8 float4 loads) and counts
-// the kept ones as integers: in registers within a thread, warp shuffles across lanes, a small
-// shared array across warps. The tile's number of kept elements is its aggregate; the
+// Each block takes the next tile (256 threads x 8 or 12 float4 loads: 8192 or 12288 elements)
+// and counts the kept ones as integers: in registers within a thread, warp shuffles across
+// lanes, a small shared array across warps. The tile's number of kept elements is its aggregate; the
 // look-back finds how many were kept before the tile. The tile's outputs are gathered in
 // shared memory in output order, then written out in whole coalesced rows.
 //
@@ -16,9 +16,12 @@
 //
 // Beyond the chapter (a sweep of tile shapes and their variants beside CUB, with its numbers:
 // docs/design/07-compact.md):
-// - The compaction kernel asks for 4 blocks of 256 per SM (__launch_bounds__(256, 4): at most
-//   64 registers). Left to the compiler, the same kernel can take 72 registers (3 blocks per
-//   SM) and runs slower, so the occupancy should not rest on the compiler's choice.
+// - The compaction picks its tile by n: 8 loads per thread, 4 blocks per SM below 2^26
+//   elements; 12 loads, 3 blocks per SM from there (CompactShape below). __launch_bounds__
+//   holds each shape to its blocks per SM (64 and 80 registers): left to the compiler, the
+//   8-load kernel once took 72 registers (3 blocks per SM) and ran slower.
+// - Four rows' per-lane counts share one shuffle scan, a byte each (count_slice): fewer
+//   shuffles, and few enough registers that the 12-load tile fits 3 blocks per SM unspilled.
 // - The split counts in the same launch as it selects. The first tickets of the tile counter
 //   count the positives, reading the input from the back to the front, so that the front,
 //   where the first select tiles read, is what L2 holds last; the later tickets select as in
@@ -42,19 +45,37 @@ constexpr int warp_size = 32;
 constexpr unsigned full_mask = 0xffffffffu;
 constexpr int row_items = warp_size * 4;  // one float4 per lane: 512 contiguous bytes
 
-// One block shape for both kernels: 256 threads of 8 float4 loads, the fastest of a sweep of
-// 128-512 threads x 2-8 loads for each (docs/design/07-compact.md).
+// Blocks of 256 threads, each thread loading `rows` float4s of its block's tile: a tile is
+// 256 x rows x 4 elements. The fastest shapes of sweeps of 128-512 threads x 2-16 loads
+// (docs/design/07-compact.md): 8 loads (8192 elements) for the split and for a compaction of
+// fewer than 2^26 elements, 12 loads (12288) for a larger compaction.
 constexpr int block_threads = 256;
 constexpr int block_warps = block_threads / warp_size;
-constexpr int slice_rows = 8;                                   // float4 loads per thread
-constexpr int warp_items = slice_rows * row_items;              // a warp's slice of the tile
-constexpr int tile_items = block_warps * warp_items;            // 8192
+__host__ __device__ constexpr int tile_items_for(int rows) { return block_warps * rows * row_items; }
+
+constexpr int slice_rows = 8;                                   // the split's float4 loads per thread
+constexpr int tile_items = tile_items_for(slice_rows);          // the split's tile: 8192
 constexpr int items_per_thread = tile_items / block_threads;    // 32
-// Blocks per SM that __launch_bounds__ asks for: it caps the registers at 64 (compaction) and
-// 80 (split), which is what the kernels need without spilling.
-constexpr int compact_blocks_per_sm = 4;
-constexpr int split_blocks_per_sm = 3;
 static_assert(tile_items == 8192, "the tile the measurements were made with");
+
+// The compaction's shapes, picked by n. A larger tile spends its block's barriers and look-back
+// on more elements, and more of the input is on its way per SM (3 blocks x 48 KiB against 4 x
+// 32 KiB), which wins at 2^28 (55 waves of blocks). At 2^24 (4 waves) the two are within noise
+// of each other, and the 8-load tile, which the smaller sizes were tuned and checked with,
+// stays below 2^26. Where between the two measured sizes the larger tile starts to win is not
+// measured.
+// blocks_per_sm is what __launch_bounds__ asks for: it caps the registers at 64 (8 loads) and
+// 80 (12 loads, and the split's 8), which is what the kernels need without spilling.
+template <int Rows, int BlocksPerSm>
+struct CompactShape {
+  static constexpr int rows = Rows, blocks_per_sm = BlocksPerSm;
+  static constexpr int tile_items = tile_items_for(rows);
+  static constexpr size_t staged_bytes = size_t(tile_items) * sizeof(float);
+};
+using SmallCompactTiles = CompactShape<8, 4>;
+using LargeCompactTiles = CompactShape<12, 3>;
+constexpr size_t large_compact_tiles_from = size_t(1) << 26;  // elements
+constexpr int split_blocks_per_sm = 3;
 
 // The contract's predicate. NaN compares false, and so do both zeros.
 __device__ __forceinline__ u32 is_positive(float x) { return x > 0.f ? 1u : 0u; }
@@ -135,25 +156,46 @@ __device__ __forceinline__ void load_slice(const float* in, size_t n, size_t fir
 
 __device__ __forceinline__ u32 kept(u32 bits) { return is_positive(__uint_as_float(bits)); }
 
-// Counts the slice's kept elements: for each row, how many come before the lane's first
-// element of that row (in the whole slice), and the slice's total. Only counts per lane and
-// row are kept, not a scan per element: registers are what limit the blocks per SM here.
-// The rows' shuffle scans do not depend on each other, so they overlap.
+// Counts the slice's kept elements. Only counts per lane and row are kept, not a scan per
+// element: registers are what limit the blocks per SM here. Four rows share one shuffle scan: a
+// lane's count in a row is at most 4 and a row's total at most 128, so each row's counts fit a
+// byte of one word and the bytes never carry into each other. That is a quarter of the
+// shuffles and of the registers that one scan per row needs.
+constexpr int rows_per_word = 4;
+constexpr int row_bits = 8;
+constexpr u32 row_mask = (1u << row_bits) - 1;
+static_assert(row_items <= int(row_mask), "a row's count of kept elements must fit its byte");
+
 template <int rows>
-__device__ __forceinline__ u32 count_slice(const Slice<rows>& bits, int lane, u32 (&kept_before_lane)[rows]) {
-  u32 lane_count[rows], row_inclusive[rows];
+struct SliceCounts {
+  static constexpr int words = (rows + rows_per_word - 1) / rows_per_word;
+  u32 before_lane[words];  // row j's byte: kept in row j by the lanes before this one
+  u32 row_total[words];    // row j's byte: kept in row j by the whole warp
+  u32 slice_total;
+
+  __device__ __forceinline__ u32 byte(const u32 (&packed)[words], int j) const {
+    return (packed[j / rows_per_word] >> (row_bits * (j % rows_per_word))) & row_mask;
+  }
+};
+
+template <int rows>
+__device__ __forceinline__ void count_slice(const Slice<rows>& bits, int lane, SliceCounts<rows>& counts) {
+  constexpr int words = SliceCounts<rows>::words;
+  u32 lane_counts[words] = {};
 #pragma unroll
   for (int j = 0; j < rows; ++j) {
-    lane_count[j] = kept(bits[j][0]) + kept(bits[j][1]) + kept(bits[j][2]) + kept(bits[j][3]);
-    row_inclusive[j] = warp_inclusive_scan(lane_count[j], lane);
+    const u32 lane_count = kept(bits[j][0]) + kept(bits[j][1]) + kept(bits[j][2]) + kept(bits[j][3]);
+    lane_counts[j / rows_per_word] |= lane_count << (row_bits * (j % rows_per_word));
   }
-  u32 carry = 0;  // kept elements in the slice's earlier rows
 #pragma unroll
-  for (int j = 0; j < rows; ++j) {
-    kept_before_lane[j] = carry + row_inclusive[j] - lane_count[j];
-    carry += __shfl_sync(full_mask, row_inclusive[j], warp_size - 1);
+  for (int w = 0; w < words; ++w) {  // independent scans: they overlap
+    const u32 inclusive = warp_inclusive_scan(lane_counts[w], lane);
+    counts.before_lane[w] = inclusive - lane_counts[w];
+    counts.row_total[w] = __shfl_sync(full_mask, inclusive, warp_size - 1);
   }
-  return carry;
+  counts.slice_total = 0;
+#pragma unroll
+  for (int j = 0; j < rows; ++j) counts.slice_total += counts.byte(counts.row_total, j);
 }
 
 // ---- decoupled look-back (one warp per tile, as lab 06) ---------------------------------
@@ -222,10 +264,12 @@ struct SelectArgs {
 template <bool split, int rows>
 __device__ __forceinline__ void stage_slice(float* staged, size_t first, size_t n, int slice_offset, int lane,
                                             u32 kept_before_slice, u32 tile_kept, const Slice<rows>& bits,
-                                            const u32 (&kept_before_lane)[rows]) {
+                                            const SliceCounts<rows>& counts) {
+  u32 kept_before_row = kept_before_slice;  // in the tile, before this row of the slice
 #pragma unroll
   for (int j = 0; j < rows; ++j) {
-    u32 kept_before = kept_before_slice + kept_before_lane[j];
+    u32 kept_before = kept_before_row + counts.byte(counts.before_lane, j);
+    kept_before_row += counts.byte(counts.row_total, j);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const u32 position = u32(slice_offset + j * row_items + 4 * lane + k);
@@ -240,17 +284,18 @@ __device__ __forceinline__ void stage_slice(float* staged, size_t first, size_t 
 // Loads, counts and stages the tile; returns its aggregate (kept elements). The split
 // publishes the aggregate before staging, so that later tiles' look-backs find it sooner
 // (measured faster for the split, not for the compaction).
-template <bool split>
+template <bool split, int rows>
 __device__ __forceinline__ u32 count_and_stage_tile(const SelectArgs& a, int tile, int lane, int warp, float* staged,
                                                     u32* warp_totals) {
+  constexpr int tile_items = tile_items_for(rows), warp_items = rows * row_items;
   const size_t first = size_t(tile) * tile_items + size_t(warp) * warp_items;
   const bool full_tile = (size_t(tile) + 1) * tile_items <= a.n;
 
-  Slice<slice_rows> bits;
+  Slice<rows> bits;
   load_slice(a.in, a.n, first, full_tile, lane, bits);
-  u32 kept_before_lane[slice_rows];
-  const u32 warp_total = count_slice(bits, lane, kept_before_lane);
-  if (lane == 0) warp_totals[warp] = warp_total;
+  SliceCounts<rows> counts;
+  count_slice(bits, lane, counts);
+  if (lane == 0) warp_totals[warp] = counts.slice_total;
   __syncthreads();
   u32 warp_prefix = 0, tile_aggregate = 0;
 #pragma unroll
@@ -260,8 +305,7 @@ __device__ __forceinline__ u32 count_and_stage_tile(const SelectArgs& a, int til
   }
   if (split && threadIdx.x == 0) publish_aggregate(a.status, tile, tile_aggregate, a.epoch);
   // Staging needs only the tile's own counts, so it overlaps the look-back's wait.
-  stage_slice<split>(staged, first, a.n, warp * warp_items, lane, warp_prefix, tile_aggregate, bits,
-                     kept_before_lane);
+  stage_slice<split>(staged, first, a.n, warp * warp_items, lane, warp_prefix, tile_aggregate, bits, counts);
   return tile_aggregate;
 }
 
@@ -333,25 +377,21 @@ __device__ __forceinline__ void write_staged_range(float* out, const float* stag
   }
 }
 
-}  // namespace
-
 // ---- the kernels --------------------------------------------------------------------------
-// They have external linkage, in a namespace of their own, for a reason outside the source:
-// from the same PTX, ptxas (CUDA 13.0, sm_90) spills 4 bytes of the compaction kernel at its
-// 64-register bound when the kernel is internal (the anonymous namespace) and none when it is
-// visible, as it was in the experiment that measured it.
-namespace lab07_reference {
 
 // Kept element i goes to out[kept_before_i]: the tile's run, consecutive threads on
-// consecutive addresses.
-__global__ void __launch_bounds__(block_threads, compact_blocks_per_sm) compact_positive_kernel(SelectArgs a) {
-  __shared__ float staged[tile_items];
+// consecutive addresses. The staging area is dynamic shared memory, tile_items_for(rows)
+// floats: 48 KiB for the large tile, which is over the static limit.
+template <int rows, int blocks_per_sm>
+__global__ void __launch_bounds__(block_threads, blocks_per_sm) compact_positive_kernel(SelectArgs a) {
+  extern __shared__ float4 staged_storage[];
+  float* staged = reinterpret_cast<float*>(staged_storage);
   __shared__ u32 warp_totals[block_warps];
   __shared__ u32 kept_before_tile_shared;
   const int lane = threadIdx.x % warp_size;
   const int warp = threadIdx.x / warp_size;
   const int tile = take_tile(a.tile_counter, a.tile_count);
-  const u32 tile_kept = count_and_stage_tile<false>(a, tile, lane, warp, staged, warp_totals);
+  const u32 tile_kept = count_and_stage_tile<false, rows>(a, tile, lane, warp, staged, warp_totals);
 
   if (warp == 0) {
     if (lane == 0) publish_aggregate(a.status, tile, tile_kept, a.epoch);
@@ -381,7 +421,7 @@ __global__ void __launch_bounds__(block_threads, split_blocks_per_sm) split_posi
   const int lane = threadIdx.x % warp_size;
   const int warp = threadIdx.x / warp_size;
   const int tile = ticket - int(a.count_blocks);
-  const u32 tile_kept = count_and_stage_tile<true>(a, tile, lane, warp, staged, warp_totals);
+  const u32 tile_kept = count_and_stage_tile<true, slice_rows>(a, tile, lane, warp, staged, warp_totals);
 
   if (warp == 0) {
     const u32 kept_before_tile = look_back(a.status, tile, tile_kept, a.epoch, lane);
@@ -399,13 +439,6 @@ __global__ void __launch_bounds__(block_threads, split_blocks_per_sm) split_posi
   write_staged_range(a.out + others_first, staged + tile_kept, outputs - tile_kept);
 }
 
-}  // namespace lab07_reference
-
-namespace {
-
-using lab07_reference::compact_positive_kernel;
-using lab07_reference::split_positive_kernel;
-
 // ---- host side --------------------------------------------------------------------------
 
 // Kept per device between calls and grown when a call needs more tiles: word 0 holds the
@@ -420,6 +453,16 @@ struct DeviceScratch {
   int split_count_blocks = 0;  // counting blocks that fit on the device at once
 };
 constexpr size_t header_words = 3;
+
+template <class Shape>
+constexpr auto compaction_kernel = compact_positive_kernel<Shape::rows, Shape::blocks_per_sm>;
+
+// The large tile's 48 KiB of staging and the kernel's few static words are over the 48 KiB that
+// a block may have without asking; the attribute is per device.
+bool allow_large_staging() {
+  return cudaFuncSetAttribute(compaction_kernel<LargeCompactTiles>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              int(LargeCompactTiles::staged_bytes)) == cudaSuccess;
+}
 
 // As many counting blocks as can be resident together, so that all of them start before the
 // first select block and read while the select tiles are still waiting for tickets.
@@ -439,7 +482,8 @@ DeviceScratch* scratch_for(size_t tile_count, cudaStream_t stream) {
   if (cudaGetDevice(&device) != cudaSuccess || device >= max_devices) return nullptr;
   std::lock_guard<std::mutex> lock(mutex);
   DeviceScratch& mine = scratch[device];
-  if (mine.split_count_blocks == 0) {
+  if (mine.split_count_blocks == 0) {  // the device's first call
+    if (!allow_large_staging()) return nullptr;
     mine.split_count_blocks = resident_split_blocks(device);
     if (mine.split_count_blocks == 0) return nullptr;
   }
@@ -460,16 +504,17 @@ DeviceScratch* scratch_for(size_t tile_count, cudaStream_t stream) {
   return &mine;
 }
 
-size_t tiles_for(size_t n) { return (n + tile_items - 1) / tile_items; }  // at most 2^17
+// At most 2^17 (n <= 2^30, tiles of at least 8192).
+size_t tiles_for(size_t n, int tile_items) { return (n + tile_items - 1) / tile_items; }
 
-SelectArgs select_args(const float* in, size_t n, float* out, const DeviceScratch& scratch) {
+SelectArgs select_args(const float* in, size_t n, float* out, int tile_items, const DeviceScratch& scratch) {
   SelectArgs a{};
   a.in = in;
   a.n = n;
   a.out = out;
   a.tile_counter = reinterpret_cast<u32*>(scratch.words);
   a.status = scratch.words + header_words;
-  a.tile_count = u32(tiles_for(n));
+  a.tile_count = u32(tiles_for(n, tile_items));
   a.epoch = scratch.epoch;
   return a;
 }
@@ -481,6 +526,15 @@ u32 split_count_blocks(size_t n, const DeviceScratch& scratch) {
   return u32(std::max<size_t>(1, std::min<size_t>(wanted, size_t(scratch.split_count_blocks))));
 }
 
+template <class Shape>
+void compact_with(const float* d_in, size_t n, float* d_out, size_t* d_count, cudaStream_t stream) {
+  DeviceScratch* scratch = scratch_for(tiles_for(n, Shape::tile_items), stream);
+  if (scratch == nullptr) return;  // the CUDA error stays visible to the caller
+  SelectArgs a = select_args(d_in, n, d_out, Shape::tile_items, *scratch);
+  a.count_out = d_count;
+  compaction_kernel<Shape><<<a.tile_count, block_threads, Shape::staged_bytes, stream>>>(a);
+}
+
 }  // namespace
 
 extern "C" void compact_positive(const float* d_in, size_t n, float* d_out, size_t* d_count, cudaStream_t stream) {
@@ -488,18 +542,17 @@ extern "C" void compact_positive(const float* d_in, size_t n, float* d_out, size
     cudaMemsetAsync(d_count, 0, sizeof(size_t), stream);
     return;
   }
-  DeviceScratch* scratch = scratch_for(tiles_for(n), stream);
-  if (scratch == nullptr) return;  // the CUDA error stays visible to the caller
-  SelectArgs a = select_args(d_in, n, d_out, *scratch);
-  a.count_out = d_count;
-  compact_positive_kernel<<<a.tile_count, block_threads, 0, stream>>>(a);
+  if (n < large_compact_tiles_from)
+    compact_with<SmallCompactTiles>(d_in, n, d_out, d_count, stream);
+  else
+    compact_with<LargeCompactTiles>(d_in, n, d_out, d_count, stream);
 }
 
 extern "C" void split_positive(const float* d_in, size_t n, float* d_out, cudaStream_t stream) {
   if (n == 0) return;
-  DeviceScratch* scratch = scratch_for(tiles_for(n), stream);
+  DeviceScratch* scratch = scratch_for(tiles_for(n, tile_items), stream);
   if (scratch == nullptr) return;
-  SelectArgs a = select_args(d_in, n, d_out, *scratch);
+  SelectArgs a = select_args(d_in, n, d_out, tile_items, *scratch);
   const u32 parity = scratch->split_calls++ % 2;
   a.split_total = scratch->words + 1 + parity;
   a.next_split_total = scratch->words + 1 + (parity ^ 1);
