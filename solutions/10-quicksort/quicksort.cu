@@ -757,12 +757,19 @@ Layout layout(size_t n) {
   return l;
 }
 
-// False if a setting failed.
+// The plan with the most splitters a tuning allows: what sizes the kernels' shared memory.
 template <class T>
-bool allow_shared_memory() {
+Plan largest_plan() {
   Plan largest{};
   largest.splitters = T::max_splitters;
   largest.buckets = 2 * T::max_splitters;
+  return largest;
+}
+
+// False if a setting failed.
+template <class T>
+bool allow_shared_memory() {
+  const Plan largest = largest_plan<T>();
   const int sort_bytes = int(sizeof(SortShared<T>));
   const auto allow = [](auto kernel, int bytes) {
     return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) == cudaSuccess;
@@ -777,9 +784,7 @@ bool allow_shared_memory() {
 
 template <class T>
 size_t largest_shared_bytes() {
-  Plan largest{};
-  largest.splitters = T::max_splitters;
-  largest.buckets = 2 * T::max_splitters;
+  const Plan largest = largest_plan<T>();
   return std::max(sizeof(SortShared<T>), size_t(scatter_layout<T>(largest).words) * sizeof(unsigned));
 }
 
