@@ -196,22 +196,15 @@ namespace candidate {
 
 using rolling::Coefficients;
 
-struct EightColumnsOneRow : rolling::Tuning {
-  static constexpr int cols_per_lane = 8;
-  static constexpr int rows_per_step = 1;
+template <int columns, int rows>
+struct Shape : rolling::Tuning {
+  static constexpr int cols_per_lane = columns;
+  static constexpr int rows_per_step = rows;
 };
-struct FourColumnsTwoRows : rolling::Tuning {
-  static constexpr int cols_per_lane = 4;
-  static constexpr int rows_per_step = 2;
-};
-struct EightColumnsTwoRows : rolling::Tuning {
-  static constexpr int cols_per_lane = 8;
-  static constexpr int rows_per_step = 2;
-};
-struct FourColumnsOneRow : rolling::Tuning {
-  static constexpr int cols_per_lane = 4;
-  static constexpr int rows_per_step = 1;
-};
+using EightColumnsOneRow = Shape<8, 1>;
+using FourColumnsTwoRows = Shape<4, 2>;
+using EightColumnsTwoRows = Shape<8, 2>;
+using FourColumnsOneRow = Shape<4, 1>;
 struct SharedCoefficients : EightColumnsOneRow {
   static constexpr Coefficients coefficients = Coefficients::shared_memory;
 };
