@@ -79,12 +79,18 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {});
 // verification and wakes as cold as the submission's process) bounds the call from below.
 //
 // Each sample scores its report only where our clock confirms it (sample_time); otherwise the
-// bound. The empty call's overhead counts at most its ceiling, measured first, while no process
-// of the submission's exists (the caller ends them before), so no work or signal of the
-// submission's can inflate it and shrink the bound. The scored time is the median of the
-// samples' times, and its spread is the median's (SampleSummary::median_relative_error). Every
-// sample's output is verified.
-TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, const StoppingRule& rule = {});
+// bound. The empty call's overhead counts at most `empty_ceiling_ms`
+// (measure_empty_call_ceiling_ms, taken while no process of the submission's exists), so no
+// work or signal of the submission's can inflate it and shrink the bound. The scored time is
+// the median of the samples' times, and its spread is the median's
+// (SampleSummary::median_relative_error). Every sample's output is verified.
+TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, double empty_ceiling_ms,
+                                 const StoppingRule& rule = {});
+
+// The most an empty call's overhead may count for this call (empty_call_ceiling_ms over a few
+// clean empty calls): the caller ends every process of the submission's first. Infinite with
+// the defence off.
+double measure_empty_call_ceiling_ms(const TimedCall& call, const RoundTripProbe& probe);
 
 // How well the gap between our clock and the events must be known before timing stops (two
 // standard errors): the round trip of a process that slept through verification jitters by

@@ -81,6 +81,18 @@ void Calibration::store_peak_read_gbps(double gbps) {
   save();
 }
 
+std::optional<double> Calibration::empty_call_ceiling_ms(const std::string& case_name) const {
+  if (!enabled() || !data_.contains("empty_call_ceiling_ms") || !data_["empty_call_ceiling_ms"].contains(case_name))
+    return std::nullopt;
+  return data_["empty_call_ceiling_ms"][case_name].get<double>();
+}
+
+void Calibration::store_empty_call_ceiling_ms(const std::string& case_name, double ms) {
+  if (!enabled()) return;
+  data_["empty_call_ceiling_ms"][case_name] = ms;
+  save();
+}
+
 void Calibration::save() const {
   // Another GPU's runner may write the same file: each writes its own temporary, then renames.
   const std::string temporary = path_ + ".tmp" + std::to_string(::getpid());

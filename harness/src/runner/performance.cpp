@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 namespace labkit {
@@ -149,7 +150,16 @@ void share_timing_cpu() {
   if (shared || cpu < 0) return;
   shared = true;
   child::leave_cpu(cpu);
-  if (state().student) state().student->pin_to_cpu(cpu);
+  if (!state().student) return;
+  // Pinning a live process moves its main thread alone: the host starts again there, whole.
+  state().student->pin_to_cpu(cpu);
+  state().student->stop();
+}
+
+// Nothing of the submission's may run while the grader measures what it trusts (the
+// reference's times, the empty call's ceiling): no process, no thread.
+void end_submission_processes() {
+  if (state().student) state().student->stop();
 }
 
 ReferenceTime measure_reference(const PerfSubject& reference_side, double bytes_moved, double peak) {
@@ -189,11 +199,25 @@ ReferenceTime reference_time(const Case& c, const PerfSubject& reference_side, c
                   cached->value("measured_at", std::string("earlier")) + ")",
               true};
     }
+  end_submission_processes();
   ReferenceTime fresh = measure_reference(reference_side, bytes_moved, peak);
   if (nlohmann::json anchor = measure_library(library, bytes_moved, peak); !anchor.is_null())
     fresh.json["library"] = std::move(anchor);
   calibration.store(c.name, fresh.json);
   return fresh;
+}
+
+// The case's empty-call ceiling on this GPU: from the calibration cache when an earlier run
+// measured it, else measured now with the submission's processes ended and kept there.
+double empty_call_ceiling(const Case& c, const TimedCall& call, const RoundTripProbe& probe) {
+  if (!defence_enabled(Defence::empty_call_ceiling)) return std::numeric_limits<double>::infinity();
+  Calibration& calibration = state().calibration;
+  if (const auto kept = calibration.empty_call_ceiling_ms(c.name)) return *kept;
+  end_submission_processes();
+  const ClockStopped measuring("measuring the empty call");
+  const double ceiling = measure_empty_call_ceiling_ms(call, probe);
+  if (std::isfinite(ceiling)) calibration.store_empty_call_ceiling_ms(c.name, ceiling);
+  return ceiling;
 }
 
 void print_line(const Case& c, const nlohmann::json& record) {
@@ -242,8 +266,6 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
   record["peak_read_gbps"] = peak;
   if (work.flops > 0) record.update(compute_peak_json(work));
   if (work.shown_flops > 0) record["flops_shown"] = work.shown_flops;
-  // Nothing of the submission's may run while the reference is timed: no process, no thread.
-  if (s.student) s.student->stop();
   share_timing_cpu();
   const double reference_started = seconds_running();
   ReferenceTime reference = [&] {
@@ -276,13 +298,14 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
       empty_call_host().stage_managed();
     };
     const double reference_ms = reference.median_ms();
-    if (s.student) s.student->stop();  // the empty call's ceiling is measured while no process of the submission's exists
     const auto managed = [&call] {
       return call.rehearsed_managed_inputs ? call.rehearsed_managed_inputs() : std::vector<const void*>{};
     };
-    TimingStats student_time = time_submission_call(
-        call, [reference_ms, &call, managed] { return empty_call_ms(reference_ms, call.host_clock, managed()); },
-        submission_rule(c.name, reference_ms));
+    const RoundTripProbe probe = [reference_ms, &call, managed] {
+      return empty_call_ms(reference_ms, call.host_clock, managed());
+    };
+    TimingStats student_time =
+        time_submission_call(call, probe, empty_call_ceiling(c, call, probe), submission_rule(c.name, reference_ms));
     // Only reports taken as they are (the sample-confirmation defence off) can score no time at
     // all: a picosecond keeps every rate finite, and the floors judge it.
     student_time.ms.median = std::max(student_time.ms.median, 1e-9);
@@ -295,7 +318,7 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
     record["ratio"] = reference.median_ms() / student_time.ms.median;
     const double noise = ratio_noise(noise_relative_error(student_time.ms), reference.relative_error());
     if (reference.cached && near_threshold(c.name, record["ratio"], noise)) {
-      s.student->stop();
+      end_submission_processes();
       const ClockStopped timing_reference("timing the reference again");
       reference = measure_reference(reference_side, bytes_moved, peak);
       reference.source = "measured again in this run: the ratio sat near a threshold";

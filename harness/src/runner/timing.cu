@@ -261,13 +261,19 @@ SampleSummary with_median_error(SampleSummary summary) {
 
 }  // namespace
 
-TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, const StoppingRule& rule) {
-  const cudaStream_t stream = timing_stream();
-  TimingStats stats;
-  stats.remote = true;
+double measure_empty_call_ceiling_ms(const TimedCall& call, const RoundTripProbe& probe) {
+  if (!defence_enabled(Defence::empty_call_ceiling)) return std::numeric_limits<double>::infinity();
   const std::vector<double> clean = clean_empty_overheads(call, probe);
   const double ceiling = empty_call_ceiling_ms(clean);
   trace_clean_overheads(clean, ceiling);
+  return ceiling;
+}
+
+TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& probe, double ceiling,
+                                 const StoppingRule& rule) {
+  const cudaStream_t stream = timing_stream();
+  TimingStats stats;
+  stats.remote = true;
   stats.empty_ceiling_ms = std::isfinite(ceiling) ? ceiling : 0;
 
   auto measure_one = [&](int sample) {
