@@ -4,10 +4,13 @@
 #include "../src/runner/child_process.h"
 
 #include <doctest/doctest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 #include <string>
+#include <thread>
 
 namespace fs = std::filesystem;
 
@@ -53,4 +56,26 @@ TEST_CASE("a stage request names the managed buffer it resets, and an empty call
   noop.arguments[0].bits = 3;
   noop.argument_count = 1;
   CHECK(labkit::child::buffers_to_map(noop, {}) == std::vector<std::uint64_t>{3});
+}
+
+TEST_CASE("a running process is pinned to a CPU with every thread it has, not its main thread alone") {
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &allowed)) ++cpu;
+  std::promise<pid_t> started;
+  std::promise<void> finish;
+  std::thread other([&] {
+    started.set_value(gettid());
+    finish.get_future().wait();
+  });
+  const pid_t other_tid = started.get_future().get();
+  labkit::child::pin_to_cpu(getpid(), cpu);
+  cpu_set_t pinned;
+  REQUIRE(sched_getaffinity(other_tid, sizeof pinned, &pinned) == 0);
+  CHECK(CPU_COUNT(&pinned) == 1);
+  CHECK(CPU_ISSET(cpu, &pinned));
+  finish.set_value();
+  other.join();
+  sched_setaffinity(0, sizeof allowed, &allowed);
 }

@@ -42,18 +42,33 @@ int gpu_device_files(const std::string& fd_folder) {
   return count;
 }
 
+namespace {
+
+// An affinity is a thread's, so a running process has each of its threads moved (the threads
+// they start inherit it). A hint for steadier timing: failing is harmless.
+void set_process_affinity(pid_t pid, const cpu_set_t& set) {
+  std::error_code unreadable;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", unreadable))
+    sched_setaffinity(pid_t(std::strtol(task.path().filename().c_str(), nullptr, 10)), sizeof set, &set);
+}
+
+}  // namespace
+
 void pin_to_cpu(pid_t pid, int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  sched_setaffinity(pid, sizeof set, &set);  // a hint for steadier timing: failing is harmless
+  if (pid == 0)
+    sched_setaffinity(0, sizeof set, &set);
+  else
+    set_process_affinity(pid, set);
 }
 
 void leave_cpu(int cpu) {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) < 2) return;
   CPU_CLR(cpu, &set);
-  sched_setaffinity(0, sizeof set, &set);
+  set_process_affinity(getpid(), set);
 }
 
 double now_ms() {

@@ -58,7 +58,8 @@ wire::Request unmap_request(std::uint64_t id);
 // The request that resets managed buffer `id`'s managed memory in a child (wire::Op::stage).
 wire::Request stage_request(std::uint64_t id);
 
-// Confines process `pid` (0: this one) to `cpu`, or to every CPU it may use but `cpu`.
+// Confines process `pid`, every thread of it (0: this thread alone), to `cpu`; or this process
+// to every CPU it may use but `cpu`.
 void pin_to_cpu(pid_t pid, int cpu);
 void leave_cpu(int cpu);
 

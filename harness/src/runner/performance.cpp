@@ -150,10 +150,7 @@ void share_timing_cpu() {
   if (shared || cpu < 0) return;
   shared = true;
   child::leave_cpu(cpu);
-  if (!state().student) return;
-  // Pinning a live process moves its main thread alone: the host starts again there, whole.
-  state().student->pin_to_cpu(cpu);
-  state().student->stop();
+  if (state().student) state().student->pin_to_cpu(cpu);
 }
 
 // Nothing of the submission's may run while the grader measures what it trusts (the
