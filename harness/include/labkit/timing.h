@@ -88,8 +88,7 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
                                  const StoppingRule& rule = {});
 
 // The most an empty call's overhead may count for this call (empty_call_ceiling_ms over a few
-// clean empty calls): the caller ends every process of the submission's first. Infinite with
-// the defence off.
+// clean empty calls): the caller ends every process of the submission's first.
 double measure_empty_call_ceiling_ms(const TimedCall& call, const RoundTripProbe& probe);
 
 // How well the gap between our clock and the events must be known before timing stops (two

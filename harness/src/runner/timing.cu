@@ -262,7 +262,6 @@ SampleSummary with_median_error(SampleSummary summary) {
 }  // namespace
 
 double measure_empty_call_ceiling_ms(const TimedCall& call, const RoundTripProbe& probe) {
-  if (!defence_enabled(Defence::empty_call_ceiling)) return std::numeric_limits<double>::infinity();
   const std::vector<double> clean = clean_empty_overheads(call, probe);
   const double ceiling = empty_call_ceiling_ms(clean);
   trace_clean_overheads(clean, ceiling);
