@@ -6,7 +6,8 @@
 #   bash grading/tools/gpu-run.sh "labkit-grade lab 01 --solution" "labkit-grade all --submissions ..."
 # LABS="01 02" builds those labs only (default: all); BENCH=1 builds their benchmarks too;
 # BUILD=DIR the build folder (default build-gpu/); OUT=DIR the logs (default BUILD/out);
-# TAIL=N lines of each log printed (default 25).
+# TAIL=N lines of each log printed (default 25); STEP_SECONDS=N stops a command after N seconds
+# (default: no limit), so that one slow step leaves the call's time to the ones after it.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD:-$root/build-gpu}"
@@ -36,7 +37,7 @@ for command in "$@"; do
   step=$((step + 1))
   echo "=== [$step] $command"
   begun=$(date +%s)
-  (cd "$root" && eval "$command") >"$out/step$step.log" 2>&1
+  (cd "$root" && timeout "${STEP_SECONDS:-0}" bash -c "$command") >"$out/step$step.log" 2>&1
   echo "exit $? after $(( $(date +%s) - begun )) s"
   tail -n "${TAIL:-25}" "$out/step$step.log"
 done
