@@ -3,11 +3,11 @@
 # slurmctld and slurmd with a generated slurm.conf, all under a temp folder, no GPU and no
 # gres), grades a class (the red-team build corpus plus honest submissions: the reference
 # solutions and the starters) with `grade ... --submissions CLASS --slurm`, waits for the jobs,
-# checks resumability (a re-run submits only what could not run; a lost result is submitted
-# again without compiling), then
-# grades the same class locally and requires the same gradebook, student reports, Gradescope
-# results and JUnit, byte for byte. Exits 77 with the reason when Slurm is not installed or
-# cannot start here.
+# grades the same class locally (--fresh, into the same folder, so the compiled modules are
+# kept) and requires the same gradebook, student reports, Gradescope results and JUnit, byte
+# for byte; then checks resumability (a re-run submits only what could not run; a lost result
+# is submitted again without compiling). Exits 77 with the reason when Slurm is not installed
+# or cannot start here.
 #   harness/tests/slurm-ci-test.sh [GRADE]   GRADE: the built labkit-grade (default build/...)
 #   LABS="01 02" harness/tests/slurm-ci-test.sh ...   only those labs (default: all)
 set -uo pipefail
@@ -108,9 +108,9 @@ wait_for_jobs() {
   done
   fail "the jobs did not finish in 30 minutes: $(squeue)"
 }
-compare() {  # the Slurm path's outputs against the local ones, byte for byte
+compare() {  # the Slurm path's outputs ($1) against the local ones ($2), byte for byte
   for output in gradebook.csv junit.xml students gradescope; do
-    diff -r "$slurm_out/$output" "$1/$output" >"$work/diff.txt" ||
+    diff -r "$1/$output" "$2/$output" >"$work/diff.txt" ||
       fail "$output differs between --slurm and the local batch: $(head -n 40 "$work/diff.txt")"
   done
 }
@@ -127,15 +127,24 @@ leaks="$(grep -rl -- "$LABKIT_SECRET" "$slurm_out" "$work/state" "$work/log" | g
   fail "the secret's file or folder is readable by others"
 grep -q "^$LABKIT_SECRET\$" "$slurm_out/slurm/secret" || fail "the secret's file lacks the secret"
 
-echo "=== the same grading locally (grade all --submissions --fresh)"
+echo "=== the same grading locally (grade all --submissions --fresh, into the same folder)"
+# --fresh grades every lab-submission again; into the same --out it keeps the modules the
+# Slurm path compiled (the same compiler, arguments and files: nvcc would write the same file),
+# which halves the test's time. The Slurm path's outputs are set aside to compare.
+slurm_first="$work/out-slurm-first"
+mkdir -p "$slurm_first"
+for output in gradebook.csv junit.xml students gradescope; do cp -r "$slurm_out/$output" "$slurm_first/"; done
 local_out="$work/out-local"
-"$grade" "${which_labs[@]}" --submissions "$class" --out "$local_out" --fresh >"$work/local.txt" 2>&1
+"$grade" "${which_labs[@]}" --submissions "$class" --out "$slurm_out" --fresh >"$work/local.txt" 2>&1
 local_status=$?
 # 0: every lab-submission graded; 3: some could not run (no GPU here, as in CI). Anything else
 # is the batch's own failure; so for `grade collect` below.
 [[ $local_status == 0 || $local_status == 3 ]] ||
   fail "the local batch exited $local_status: $(tail -n 20 "$work/local.txt")"
-compare "$local_out"
+grep -q "compiled earlier, kept" "$work/local.txt" || fail "the local batch compiled again: $(tail -n 5 "$work/local.txt")"
+mkdir -p "$local_out"
+for output in gradebook.csv junit.xml students gradescope; do cp -r "$slurm_out/$output" "$local_out/"; done
+compare "$slurm_first" "$local_out"
 
 # Results that could not run (no GPU here) are never reused: a re-run submits exactly those
 # again, without compiling anything; everything graded is reused.
@@ -157,7 +166,7 @@ rm -rf "$slurm_out/gradebook.csv" "$slurm_out/students" "$slurm_out/gradescope" 
 not_run=$(could_not_run)
 submit | tee "$work/submit-2.txt" || fail "the second submit failed"
 expect_resubmitted "$work/submit-2.txt" "$not_run"
-compare "$local_out"
+compare "$slurm_out" "$local_out"
 
 echo "=== resume: a lost result is submitted again, without compiling"
 lost="$(ls "$work_dir"/honest-reference/*/built.json | head -n 1)"
@@ -165,13 +174,13 @@ grep -q '"status":"not run"' "$(dirname "$lost")/result.json" || not_run=$((not_
 rm "$(dirname "$lost")/result.json"
 submit | tee "$work/submit-3.txt" || fail "the third submit failed"
 expect_resubmitted "$work/submit-3.txt" "$not_run"
-compare "$local_out"
+compare "$slurm_out" "$local_out"
 # By hand: collect reads the saved results of the batch whose --out it writes again.
 rm -rf "$slurm_out/gradebook.csv" "$slurm_out/students" "$slurm_out/gradescope" "$slurm_out/junit.xml"
 "$grade" collect "$class" ${LABS:-} --out "$slurm_out" >/dev/null
 collect_status=$?
 [[ $collect_status == 0 || $collect_status == 3 ]] || fail "grade collect exited $collect_status"
-compare "$local_out"
+compare "$slurm_out" "$local_out"
 
 rm -rf "$work_dir"
 echo "PASSED: the class graded through Slurm matches the local batch byte for byte"
