@@ -30,11 +30,13 @@ public:
   // The GPU's measured read bandwidth (the "% of peak" base), kept the same way.
   std::optional<double> peak_read_gbps() const;
   void store_peak_read_gbps(double gbps);
-  // A case's empty-call ceiling (measure_empty_call_ceiling_ms), kept the same way: measured
-  // once with no submission's process alive, it spares every later submission's run a host
-  // restarted, and a CUDA context made, per timed case.
-  std::optional<double> empty_call_ceiling_ms(const std::string& case_name) const;
-  void store_empty_call_ceiling_ms(const std::string& case_name, double ms);
+  // A case's empty-call ceiling (measure_empty_call_ceiling_ms) at one place, a machine and
+  // its GPU (the round trip runs through that machine's processes and that GPU's link, which
+  // a GPU model does not fix), kept the same way: measured once with no submission's process
+  // alive, it spares every later submission's run a host restarted, and a CUDA context made,
+  // per timed case.
+  std::optional<double> empty_call_ceiling_ms(const std::string& place, const std::string& case_name) const;
+  void store_empty_call_ceiling_ms(const std::string& place, const std::string& case_name, double ms);
 
 private:
   void save() const;

@@ -81,15 +81,17 @@ void Calibration::store_peak_read_gbps(double gbps) {
   save();
 }
 
-std::optional<double> Calibration::empty_call_ceiling_ms(const std::string& case_name) const {
-  if (!enabled() || !data_.contains("empty_call_ceiling_ms") || !data_["empty_call_ceiling_ms"].contains(case_name))
-    return std::nullopt;
-  return data_["empty_call_ceiling_ms"][case_name].get<double>();
+std::optional<double> Calibration::empty_call_ceiling_ms(const std::string& place,
+                                                         const std::string& case_name) const {
+  if (!enabled() || !data_.contains("empty_call_ceiling_ms")) return std::nullopt;
+  const nlohmann::json& places = data_.at("empty_call_ceiling_ms");
+  if (!places.contains(place) || !places.at(place).contains(case_name)) return std::nullopt;
+  return places.at(place).at(case_name).get<double>();
 }
 
-void Calibration::store_empty_call_ceiling_ms(const std::string& case_name, double ms) {
+void Calibration::store_empty_call_ceiling_ms(const std::string& place, const std::string& case_name, double ms) {
   if (!enabled()) return;
-  data_["empty_call_ceiling_ms"][case_name] = ms;
+  data_["empty_call_ceiling_ms"][place][case_name] = ms;
   save();
 }
 

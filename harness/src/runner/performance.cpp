@@ -3,11 +3,14 @@
 #include "labkit/lab.h"
 
 #include "labkit/defences.h"
+#include "labkit/device.h"
 #include "labkit/protocol.h"
 #include "labkit/results.h"
 
 #include "child_process.h"
 #include "runner.h"
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -204,16 +207,29 @@ ReferenceTime reference_time(const Case& c, const PerfSubject& reference_side, c
   return fresh;
 }
 
-// The case's empty-call ceiling on this GPU: from the calibration cache when an earlier run
-// measured it, else measured now with the submission's processes ended and kept there.
+// This machine and this GPU ("node7 0000:19:00.0"): where an empty call's round trip runs.
+const std::string& machine_and_gpu() {
+  static const std::string place = [] {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    char bus_id[32] = {};
+    cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, current_device().ordinal);
+    return std::string(host) + " " + bus_id;
+  }();
+  return place;
+}
+
+// The case's empty-call ceiling on this machine and GPU: from the calibration cache when an
+// earlier run measured it, else measured now with the submission's processes ended and kept
+// there.
 double empty_call_ceiling(const Case& c, const TimedCall& call, const RoundTripProbe& probe) {
   if (!defence_enabled(Defence::empty_call_ceiling)) return std::numeric_limits<double>::infinity();
   Calibration& calibration = state().calibration;
-  if (const auto kept = calibration.empty_call_ceiling_ms(c.name)) return *kept;
+  if (const auto kept = calibration.empty_call_ceiling_ms(machine_and_gpu(), c.name)) return *kept;
   end_submission_processes();
   const ClockStopped measuring("measuring the empty call");
   const double ceiling = measure_empty_call_ceiling_ms(call, probe);
-  if (std::isfinite(ceiling)) calibration.store_empty_call_ceiling_ms(c.name, ceiling);
+  if (std::isfinite(ceiling)) calibration.store_empty_call_ceiling_ms(machine_and_gpu(), c.name, ceiling);
   return ceiling;
 }
 
