@@ -332,7 +332,7 @@ std::vector<Shape> make_shapes() {
     s.even = 32;
     shapes.push_back(s);
   }
-  add("1 x2 24 | 1 x5/4 (previous ref)", 4, 2, 24, 4, 5, 4);
+  add("1 x2 24 | 1 x5/4 (the reference)", 4, 2, 24, 4, 5, 4);
   add("1 x2 24 | 1/2 x5/4", 4, 2, 24, 2, 5, 4);
   add("1 x2 24 | 1/4 x5/4", 4, 2, 24, 1, 5, 4);
   add("1 x2 24 | 2 x5/4", 4, 2, 24, 8, 5, 4);
