@@ -43,6 +43,15 @@ TEST_SUITE("stats") {
     CHECK(labkit::should_stop(rule, labkit::summarize(noisy), 0.1));
   }
 
+  TEST_CASE("a submission is sampled until its median fills the noise floor, no further") {
+    // Known to its target beside a reference known as well, the ratio's noise is its floor:
+    // the benefit of the doubt that more samples would not narrow.
+    const double target = labkit::submission_target_relative_error();
+    CHECK(labkit::ratio_noise(target, target) == doctest::Approx(labkit::ratio_noise_floor));
+    CHECK(labkit::ratio_noise(1.5 * target, 1.5 * target) > labkit::ratio_noise_floor);
+    CHECK(target > labkit::StoppingRule{}.target_relative_error);  // looser than the reference's own rule
+  }
+
   TEST_CASE("timing stops early only far past the zero-credit ratio") {
     // Reference 1 ms, zero credit at a ratio of 0.1: a 10 ms call earns nothing; beyond 20 ms
     // no benefit of the doubt can bring it back.

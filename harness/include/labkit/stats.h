@@ -94,4 +94,9 @@ double ratio_noise(double relative_error_a, double relative_error_b);
 // robust-noise defence), or with that defence switched off, the mean's.
 double noise_relative_error(const SampleSummary& submission);
 
+// How well a submission's median needs to be known: three of its standard errors beside a
+// reference known as well (3 * hypot(e, e)) fill the ratio's noise floor and no more. Sampling
+// past it would narrow neither the ratio's benefit of the doubt nor its points.
+inline double submission_target_relative_error() { return ratio_noise_floor / (3.0 * 1.4142135623730951); }
+
 }  // namespace labkit

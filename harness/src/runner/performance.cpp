@@ -104,13 +104,15 @@ bool near_threshold(const std::string& case_name, double ratio, double noise) {
   return false;
 }
 
-// How long the submission's call is timed: the usual rule, stopped early once the call is far
-// past its case's zero credit. Only while the ratio's benefit of the doubt is capped (the
-// robust-noise defence: the margin of beyond_credit_ms counts on that cap) and every sample
-// reads an input of its own (fresh inputs: a call on the same input again could learn it and
-// speed up, so its first samples would not speak for the rest).
+// How long the submission's call is timed: until its median is known as well as the ratio's
+// noise floor can use, or stopped early once the call is far past its case's zero credit. That
+// early stop holds only while the ratio's benefit of the doubt is capped (the robust-noise
+// defence: the margin of beyond_credit_ms counts on that cap) and every sample reads an input
+// of its own (fresh inputs: a call on the same input again could learn it and speed up, so its
+// first samples would not speak for the rest).
 StoppingRule submission_rule(const std::string& case_name, double reference_ms) {
   StoppingRule rule;
+  rule.target_relative_error = submission_target_relative_error();
   if (const protocol::Threshold* threshold = threshold_for(case_name); threshold != nullptr &&
       defence_enabled(Defence::robust_noise) && defence_enabled(Defence::fresh_inputs))
     rule.beyond_credit_ms = beyond_credit_ms(reference_ms, threshold->zero_credit_ratio);
