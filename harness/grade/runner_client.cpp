@@ -110,7 +110,7 @@ protocol::RunnerArguments runner_arguments(const RunContext& context) {
   arguments.reference = solution_module(lab, tc).string();
   arguments.dataset = lab.dataset;
   for (const PerformanceRubric& p : lab.performance)
-    arguments.thresholds.push_back({p.case_name, p.zero_credit_ratio, p.full_credit_ratio});
+    arguments.thresholds.push_back({p.case_name, p.zero_credit_ratio, p.full_credit_ratio, p.points});
   arguments.min_compute_capability = lab.min_compute_capability;
   arguments.min_gpus = lab.min_gpus;
   arguments.test_suite = suites;

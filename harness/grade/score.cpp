@@ -50,6 +50,16 @@ std::string unconfirmed_message(const json& student) {
   return text;
 }
 
+// A timed call stopped at the timing loop's limit (StoppingRule::give_up_ms): slow, not hung.
+std::string stopped_message(const json& student) {
+  char text[300];
+  std::snprintf(text, sizeof text,
+                "a call was still running after %.1f s, far past the time where this case's speed credit ends, "
+                "and was stopped there (no speed points; it is not counted as a hang)",
+                student.value("stopped_after_ms", 0.0) / 1e3);
+  return text;
+}
+
 // Reports that no honest process sends (negative, zero, longer than the grader's window around
 // the call): each such sample scored the grader's bound instead, whatever the rest said.
 std::string impossible_message(const json& student) {
@@ -119,7 +129,9 @@ void score_performance(const LabSpec& lab, const Reports& reports, const std::st
       cr.points = labkit::ratio_points(record["ratio"].get<double>(), rubric.zero_credit_ratio,
                                        rubric.full_credit_ratio, rubric.points, noise);
       // What our clock said of the reports, unless a floor or the lesson says more below.
-      if (!student.value("confirmed", true))
+      if (student.value("stopped_after_ms", 0.0) > 0)
+        cr.message = stopped_message(student);
+      else if (!student.value("confirmed", true))
         cr.message = unconfirmed_message(student);
       else if (student.value("impossible_samples", 0) > 0)
         cr.message = impossible_message(student);

@@ -92,7 +92,7 @@ TEST_SUITE("protocol") {
     arguments.student = "/w/module.so";
     arguments.reference = "/b/lab-01-histogram-solution.so";
     arguments.dataset = "/k/datasets/01-histogram.yaml";
-    arguments.thresholds = {{"uniform-100MiB", 0.25, 0.9}, {"odd:name", 0.1, 1}};
+    arguments.thresholds = {{"uniform-100MiB", 0.25, 0.9, 15}, {"odd:name", 0.1, 1, 2.5}};
     arguments.calibration_dir = "/k/build/calibration";
     arguments.kit_fingerprint = "abc123";
     arguments.forbidden_libraries = {"libcublas", "libnccl"};
@@ -124,6 +124,7 @@ TEST_SUITE("protocol") {
     CHECK(back.thresholds[1].case_name == "odd:name");
     CHECK(back.thresholds[1].zero_credit_ratio == 0.1);
     CHECK(back.thresholds[0].full_credit_ratio == 0.9);
+    CHECK(back.thresholds[1].points == 2.5);
     CHECK_THROWS_AS(protocol::RunnerArguments::parse({"--threshold=no-ratios"}), std::invalid_argument);
     CHECK_THROWS_AS(protocol::RunnerArguments::parse({"--threshold=case:x:1"}), std::invalid_argument);
   }

@@ -52,6 +52,29 @@ TEST_SUITE("stats") {
     CHECK(target > labkit::StoppingRule{}.target_relative_error);  // looser than the reference's own rule
   }
 
+  TEST_CASE("sampling stops once more samples cannot move the points") {
+    // Reference 1 ms; no points at a ratio of 0.005, all 10 at 0.85 (lab 09's sort-2^20).
+    labkit::StoppingRule rule;
+    rule.credit = {1.0, 0.005, 0.85, 10};
+    auto noisy = [](double median, int count) {  // about 1.7% standard error
+      std::vector<double> samples;
+      for (int i = 0; i < count; ++i) samples.push_back(median * (i % 2 ? 0.95 : 1.05));
+      return labkit::summarize(samples);
+    };
+    const labkit::SampleSummary slow = noisy(10.0, 10), fast = noisy(1.0, 10);
+    CHECK(slow.relative_error > rule.target_relative_error);  // the 0.5% target alone would go on
+    // At a ratio of 0.1 the curve rises 10 / log(170) = 1.95 points per unit of log(ratio): two
+    // standard errors of 1.7% either way move them by about 0.13.
+    CHECK(labkit::points_known(rule, slow));
+    CHECK(labkit::should_stop(rule, slow, 0.1));
+    CHECK(labkit::points_known(rule, fast));  // ratio 1: full credit whatever the spread
+    // Where the curve is steep (lab 11: 20 points between 0.5 and 0.9) the same spread is not enough.
+    labkit::StoppingRule steep;
+    steep.credit = {1.0, 0.5, 0.9, 20};
+    CHECK_FALSE(labkit::points_known(steep, noisy(1.4, 10)));
+    CHECK_FALSE(labkit::points_known(labkit::StoppingRule{}, slow));  // no curve: the usual rule
+  }
+
   TEST_CASE("timing stops early only far past the zero-credit ratio") {
     // Reference 1 ms, zero credit at a ratio of 0.1: a 10 ms call earns nothing; beyond 20 ms
     // no benefit of the doubt can bring it back.

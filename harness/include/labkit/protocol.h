@@ -160,6 +160,7 @@ struct Threshold {
   std::string case_name;
   double zero_credit_ratio = 0;
   double full_credit_ratio = 1;
+  double points = 0;  // the case's speed points (the timing stops once they are known)
 };
 
 // The runner's own flags; anything else on its command line goes to doctest (`doctest`).

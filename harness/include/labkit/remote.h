@@ -34,6 +34,18 @@ private:
   protocol::Outcome outcome_;
 };
 
+// A timed call still running when the timing loop's limit for it passed (RemoteTiming::
+// give_up_ms): stopped, as slow past any speed credit. Not a hang, and no verdict of its own.
+class TimedCallStopped : public std::runtime_error {
+public:
+  explicit TimedCallStopped(double after_ms)
+      : std::runtime_error("a timed call stopped after " + std::to_string(after_ms) + " ms"), after_ms_(after_ms) {}
+  double after_ms() const { return after_ms_; }
+
+private:
+  double after_ms_;
+};
+
 struct HostOptions {
   std::string executable;  // the lab's host program
   std::string module;      // the compiled submission; empty for a host that runs none
@@ -58,8 +70,13 @@ public:
   // Sends the buffers the request points into (first use only), then the request, and waits
   // for the reply. A CUDA error throws CudaError and a crash, hang or refusal throws
   // SubmissionFailure; either way the process is replaced before the next request.
-  wire::Reply request(const wire::Request& request);
+  // `give_up_ms` (0: none), below the hang limit: a call still running then is stopped and
+  // TimedCallStopped thrown.
+  wire::Reply request(const wire::Request& request, double give_up_ms = 0);
   void stop();  // ends the process now; the next request starts a fresh one
+  // Starts the process now when none is running (a request would start it anyway): for a
+  // start paid before the time it would otherwise take.
+  void ensure_running();
   // Untimed, before a timed call's window opens: every managed buffer the process has mapped
   // has its managed memory reset, its pages back on the host (wire::Op::stage). Nothing when the
   // process is not running: a fresh one resets its copies at its first call.
@@ -81,6 +98,7 @@ private:
   pid_t fork_host() const;
   void send(const wire::Request& request, int fd = -1);
   wire::Reply receive(double seconds, const char* doing);
+  bool reply_within(double seconds);  // something (a reply, or the end of the process) arrived in time
   [[noreturn]] void died(const char* doing);
   void map_buffers(const wire::Request& request);
   void unmap_freed();
@@ -110,6 +128,7 @@ private:
 // host for events around the work, and both the host's figure and our wall clock are kept.
 struct RemoteTiming {
   bool host_clock = false;  // in: ask the host for its clock instead of events (TimedCall)
+  double give_up_ms = 0;    // in: a call still running after this is stopped (0: the hang limit)
   HostProcess* host = nullptr;  // the process the call ran in
   int calls = 0;
   double event_ms = 0;

@@ -25,6 +25,19 @@ SampleSummary summarize(std::vector<double> samples);
 // wild samples (a host hiccup) do not widen it.
 double median_standard_error(std::vector<double> samples);
 
+// A timed case's speed points as ratio_points gives them: what a stopping rule needs to know
+// when more samples can no longer move them (points_known). No points: no such curve.
+struct CreditCurve {
+  double reference_ms = 0;
+  double zero_credit_ratio = 0;
+  double full_credit_ratio = 0;
+  double points = 0;
+};
+
+// The points that two standard errors of a median either way may move, at most, for sampling
+// to stop: a fifth of a point, twice the tenth that ratio_points resolves.
+constexpr double points_resolution = 0.2;
+
 struct StoppingRule {
   double target_relative_error = 0.005;  // stop once the statistic read is known to 0.5%...
   std::size_t min_samples = 10;          // ...but never on fewer samples than this
@@ -34,7 +47,17 @@ struct StoppingRule {
   // time) is far past where its case's speed credit ends: more samples cannot earn it a point.
   double beyond_credit_ms = 0;
   std::size_t min_samples_beyond = 3;
+  // A call still running after this (0: none) is stopped: past beyond_credit_ms it cannot
+  // earn a point, and waiting for it to end would only cost the class's time.
+  double give_up_ms = 0;
+  // The case's speed points: sampling also stops once they are known (points_known), as they
+  // are far past full or zero credit, or where the curve is flat enough for the median's spread.
+  CreditCurve credit;
 };
+
+// True when the points the median earns move by no more than points_resolution between two
+// standard errors (the summary's relative_error) below it and two above.
+bool points_known(const StoppingRule& rule, const SampleSummary& so_far);
 
 // True when enough samples were taken, or a cap was reached.
 bool should_stop(const StoppingRule& rule, const SampleSummary& so_far, double elapsed_seconds);
@@ -48,6 +71,13 @@ bool beyond_credit(const StoppingRule& rule, const SampleSummary& so_far);
 // confirmed later (confirmation_slack_ms) brings it back into the points.
 inline double beyond_credit_ms(double reference_ms, double zero_credit_ratio) {
   return zero_credit_ratio > 0 ? 2.0 * reference_ms / zero_credit_ratio : 0.0;
+}
+
+// When a call past beyond_credit_ms is stopped: twice that, and never before a second, so
+// that one-time work an honest call may do at its first run (a library handle, a plan) is
+// never cut.
+inline double give_up_ms(double beyond_credit_ms) {
+  return beyond_credit_ms > 0 ? (2 * beyond_credit_ms > 1000.0 ? 2 * beyond_credit_ms : 1000.0) : 0.0;
 }
 
 // ---- a submission's timed samples (time_submission_call, labkit/timing.h) ----------------

@@ -201,7 +201,7 @@ namespace flag {
 constexpr const char* student = "--student";
 constexpr const char* reference = "--reference";
 constexpr const char* dataset = "--dataset";
-constexpr const char* threshold = "--threshold";  // NAME:ZERO:FULL, once per case
+constexpr const char* threshold = "--threshold";  // NAME:ZERO:FULL:POINTS, once per case
 constexpr const char* export_dir = "--export";
 constexpr const char* host = "--host";
 constexpr const char* calibration_dir = "--calibration";
@@ -251,15 +251,23 @@ auto read_value(const std::string& name, const std::string& value, Read read) {
   }
 }
 
-// NAME:ZERO:FULL; the case's name is what comes before the last two colons.
+// NAME:ZERO:FULL:POINTS; the case's name is what comes before the last three colons.
 Threshold read_threshold(const std::string& text) {
-  const std::size_t full = text.rfind(':');
-  const std::size_t zero = full == std::string::npos || full == 0 ? std::string::npos : text.rfind(':', full - 1);
-  if (zero == std::string::npos || zero == 0)
-    throw std::invalid_argument("the runner's " + std::string(flag::threshold) + " cannot read '" + text +
-                                "' (NAME:ZERO:FULL)");
-  auto ratio = [&](const std::string& t) { return read_value(flag::threshold, t, [](const std::string& v) { return std::stod(v); }); };
-  return {text.substr(0, zero), ratio(text.substr(zero + 1, full - zero - 1)), ratio(text.substr(full + 1))};
+  std::size_t colons[3];
+  std::size_t end = text.size();
+  for (std::size_t& colon : colons) {
+    colon = end == 0 ? std::string::npos : text.rfind(':', end - 1);
+    if (colon == std::string::npos || colon == 0)
+      throw std::invalid_argument("the runner's " + std::string(flag::threshold) + " cannot read '" + text +
+                                  "' (NAME:ZERO:FULL:POINTS)");
+    end = colon;
+  }
+  auto number_between = [&](std::size_t from, std::size_t to) {
+    return read_value(flag::threshold, text.substr(from + 1, to - from - 1),
+                      [](const std::string& v) { return std::stod(v); });
+  };
+  return {text.substr(0, colons[2]), number_between(colons[2], colons[1]), number_between(colons[1], colons[0]),
+          number_between(colons[0], text.size())};
 }
 
 }  // namespace
@@ -274,7 +282,7 @@ std::vector<std::string> RunnerArguments::to_argv() const {
   add(flag::dataset, dataset);
   for (const Threshold& t : thresholds)
     argv.push_back(std::string(flag::threshold) + "=" + t.case_name + ":" + number(t.zero_credit_ratio) + ":" +
-                   number(t.full_credit_ratio));
+                   number(t.full_credit_ratio) + ":" + number(t.points));
   add(flag::export_dir, export_dir);
   add(flag::host, host);
   add(flag::calibration_dir, calibration_dir);

@@ -52,7 +52,18 @@ double median_standard_error(std::vector<double> samples) {
 bool should_stop(const StoppingRule& rule, const SampleSummary& so_far, double elapsed_seconds) {
   if (so_far.count >= rule.max_samples) return true;
   if (so_far.count < rule.min_samples) return false;
-  return so_far.relative_error <= rule.target_relative_error || elapsed_seconds >= rule.max_seconds;
+  return so_far.relative_error <= rule.target_relative_error || points_known(rule, so_far) ||
+         elapsed_seconds >= rule.max_seconds;
+}
+
+bool points_known(const StoppingRule& rule, const SampleSummary& so_far) {
+  const CreditCurve& curve = rule.credit;
+  if (curve.points <= 0 || !(so_far.median > 0)) return false;
+  const double ratio = curve.reference_ms / so_far.median, spread = 1 + 2 * so_far.relative_error;
+  auto points = [&](double at) {
+    return ratio_points(at, curve.zero_credit_ratio, curve.full_credit_ratio, curve.points, ratio_noise_floor);
+  };
+  return points(ratio * spread) - points(ratio / spread) <= points_resolution + 1e-9;
 }
 
 bool beyond_credit(const StoppingRule& rule, const SampleSummary& so_far) {

@@ -206,6 +206,7 @@ void hold_gpu_alone() {
 bool timing_wanted(const Case& c) {
   const RunnerState& s = state();
   if (s.options.calibrate || s.options.time_failed || s.correctness_failures == 0) {
+    if (!s.options.calibrate && !s.options.profile) runner::start_empty_call_host();
     hold_gpu_alone();
     return true;
   }

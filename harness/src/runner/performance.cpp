@@ -47,6 +47,7 @@ nlohmann::json timing_json(const TimingStats& t, double bytes_moved, double peak
                  {"impossible_samples", t.impossible_samples},
                  {"empty_ceiling_ms", t.empty_ceiling_ms},
                  {"ceiled_empty_calls", t.ceiled_empty_calls},
+                 {"stopped_after_ms", t.stopped_after_ms},
                  {"noise_relative_error", noise_relative_error(t.ms)}});
   return json;
 }
@@ -60,6 +61,18 @@ HostProcess& empty_call_host() {
   }
   return *probe;
 }
+
+}  // namespace
+
+void runner::start_empty_call_host() {
+  try {
+    empty_call_host().ensure_running();
+  } catch (const std::exception& error) {  // the grader's own host: said here, and again at its first call
+    std::printf("warning: the empty call's host did not start: %s\n", error.what());
+  }
+}
+
+namespace {
 
 // An empty call spins no longer than this: what it measures, the round trip's overhead, is the
 // same for any longer call, and spinning as long as a call of seconds (lab 12's) would add
@@ -113,9 +126,12 @@ bool near_threshold(const std::string& case_name, double ratio, double noise) {
 StoppingRule submission_rule(const std::string& case_name, double reference_ms) {
   StoppingRule rule;
   rule.target_relative_error = submission_target_relative_error();
-  if (const protocol::Threshold* threshold = threshold_for(case_name); threshold != nullptr &&
-      defence_enabled(Defence::robust_noise) && defence_enabled(Defence::fresh_inputs))
-    rule.beyond_credit_ms = beyond_credit_ms(reference_ms, threshold->zero_credit_ratio);
+  const protocol::Threshold* threshold = threshold_for(case_name);
+  if (threshold == nullptr || !defence_enabled(Defence::robust_noise) || !defence_enabled(Defence::fresh_inputs))
+    return rule;
+  rule.credit = {reference_ms, threshold->zero_credit_ratio, threshold->full_credit_ratio, threshold->points};
+  rule.beyond_credit_ms = beyond_credit_ms(reference_ms, threshold->zero_credit_ratio);
+  rule.give_up_ms = give_up_ms(rule.beyond_credit_ms);
   return rule;
 }
 
@@ -327,6 +343,9 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
     std::printf("[%7.2f s] %-24s %zu samples: %.2f s preparing, %.2f s in the calls, %.2f s checking outputs\n",
                 seconds_running(), c.name.c_str(), student_time.ms.count, student_time.preparing_seconds,
                 student_time.calling_seconds, student_time.checking_seconds);
+    if (student_time.stopped_after_ms > 0)
+      std::printf("[%7.2f s] %-24s a call still ran after %.0f ms, far past the case's credit: stopped\n",
+                  seconds_running(), c.name.c_str(), student_time.stopped_after_ms);
     record["student"] = timing_json(student_time, bytes_moved, peak);
     if (hint) record["hint"] = hint(student_time.ms.median);
     if (requirement) record["lesson_missing"] = requirement(student_time.ms.median);

@@ -245,6 +245,11 @@ void HostProcess::send(const wire::Request& request, int fd) {
   if (!wire::send_request(socket_, request, fd)) died("before it took the call");
 }
 
+bool HostProcess::reply_within(double seconds) {
+  pollfd ready{socket_, POLLIN, 0};
+  return poll(&ready, 1, int(seconds * 1000)) != 0;
+}
+
 // A reply must arrive whole within `seconds`; anything else is a crash or a hang.
 wire::Reply HostProcess::receive(double seconds, const char* doing) {
   pollfd ready{socket_, POLLIN, 0};
@@ -353,7 +358,11 @@ void HostProcess::check_process() {
       }
 }
 
-wire::Reply HostProcess::request(const wire::Request& request) {
+void HostProcess::ensure_running() {
+  if (pid_ <= 0) start();
+}
+
+wire::Reply HostProcess::request(const wire::Request& request, double give_up_ms) {
   if (hangs_ >= options_.max_hangs)
     throw SubmissionFailure("not run: " + std::to_string(hangs_) + " earlier calls never returned",
                             protocol::Outcome::not_run);
@@ -362,6 +371,11 @@ wire::Reply HostProcess::request(const wire::Request& request) {
   map_buffers(request);
   const double started = now_ms();
   send(request);
+  if (give_up_ms > 0 && give_up_ms < 1e3 * options_.call_seconds && !reply_within(give_up_ms / 1e3)) {
+    hung_ = true;  // killed at once: no tool's results to wait for
+    stop();
+    throw TimedCallStopped(give_up_ms);
+  }
   const wire::Reply reply = receive(options_.call_seconds, "during this call");
   last_wall_ms_ = now_ms() - started;
   if (!request.timed) check_process();  // a timed call's waits until its window has closed
@@ -385,7 +399,7 @@ wire::Reply call_in_host(HostProcess& host, wire::Request& request) {
   RemoteTiming* timing = current_remote_timing();
   request.timed = timing != nullptr;
   request.host_clock = timing != nullptr && timing->host_clock;
-  const wire::Reply reply = host.request(request);
+  const wire::Reply reply = host.request(request, timing != nullptr ? timing->give_up_ms : 0);
   if (timing != nullptr) {
     timing->host = &host;
     ++timing->calls;

@@ -253,6 +253,14 @@ std::vector<double> clean_empty_overheads(const TimedCall& call, const RoundTrip
   return overheads;
 }
 
+// A call stopped at the rule's give_up_ms scores that time (a bound below its own), with the
+// samples before it: far past the case's credit either way.
+TimingStats stopped_call(TimingStats stats, double after_ms) {
+  if (stats.ms.count == 0) stats.ms = summarize({after_ms});
+  stats.stopped_after_ms = after_ms;
+  return stats;
+}
+
 // The stopping rule reads the relative error it is given: for a submission, the median's.
 SampleSummary with_median_error(SampleSummary summary) {
   summary.relative_error = summary.median_relative_error;
@@ -278,6 +286,7 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
   auto measure_one = [&](int sample) {
     RemoteTiming timing;
     timing.host_clock = call.host_clock;
+    timing.give_up_ms = rule.give_up_ms;
     const double window = window_ms(call, false, [&] {
       const RemoteTimingScope scope(timing);
       call.launch(stream);
@@ -301,21 +310,31 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     if (overhead > ceiling) ++stats.ceiled_empty_calls;
     return std::min(overhead, ceiling);
   };
-  for (int warmup = 0; warmup < 2; ++warmup) {
-    start_sample(-1 - warmup);
-    measure_one(-1 - warmup);
-  }
-  stats.ceiled_empty_calls = 0;
-
   // Per sample: what the process reported, our clock's bound, and what the sample scores.
   std::vector<double> reported, times, unexplained;
+  try {
+    for (int warmup = 0; warmup < 2; ++warmup) {
+      start_sample(-1 - warmup);
+      measure_one(-1 - warmup);
+    }
+  } catch (const TimedCallStopped& stopped) {
+    return stopped_call(stats, stopped.after_ms());
+  }
+  stats.ceiled_empty_calls = 0;
   const auto started = Clock::now();
   for (int sample = 0;; ++sample) {
     const auto preparing = Clock::now();
     const double empty_overhead_ms = start_sample(sample);
     const auto calling = Clock::now();
     stats.preparing_seconds += seconds_since(preparing);
-    const RemoteTiming timing = measure_one(sample);
+    RemoteTiming timing;
+    try {
+      timing = measure_one(sample);
+    } catch (const TimedCallStopped& stopped) {
+      times.push_back(stopped.after_ms());
+      stats.ms = summarize(times);
+      return stopped_call(stats, stopped.after_ms());
+    }
     stats.calling_seconds += seconds_since(calling);
     trace_sample(sample, timing, empty_overhead_ms);
     const SampleClocks clocks{timing.event_ms, timing.wall_ms, std::max(0.0, timing.wall_ms - empty_overhead_ms)};
