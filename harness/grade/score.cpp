@@ -50,12 +50,12 @@ std::string unconfirmed_message(const json& student) {
   return text;
 }
 
-// A timed call stopped at the timing loop's limit (StoppingRule::give_up_ms): slow, not hung.
+// Timed calls stopped at the timing loop's limit (StoppingRule::give_up_ms): slow, not hung.
 std::string stopped_message(const json& student) {
   char text[300];
   std::snprintf(text, sizeof text,
-                "a call was still running after %.1f s, far past the time where this case's speed credit ends, "
-                "and was stopped there (no speed points; it is not counted as a hang)",
+                "a call still running after %.1f s, far past the time where this case's speed credit ends, was "
+                "stopped there and counted as that long (slow, not hung; a second such call ends the timing)",
                 student.value("stopped_after_ms", 0.0) / 1e3);
   return text;
 }

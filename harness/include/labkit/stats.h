@@ -47,8 +47,9 @@ struct StoppingRule {
   // time) is far past where its case's speed credit ends: more samples cannot earn it a point.
   double beyond_credit_ms = 0;
   std::size_t min_samples_beyond = 3;
-  // A call still running after this (0: none) is stopped: past beyond_credit_ms it cannot
-  // earn a point, and waiting for it to end would only cost the class's time.
+  // A call still running after this (0: none) is stopped and counts as this long: past
+  // beyond_credit_ms it cannot earn a point, and waiting for it to end would only cost the
+  // class's time. One such call is an outlier; a second ends the timing.
   double give_up_ms = 0;
   // The case's speed points: sampling also stops once they are known (points_known), as they
   // are far past full or zero credit, or where the curve is flat enough for the median's spread.

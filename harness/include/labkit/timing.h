@@ -29,7 +29,7 @@ struct TimingStats {
   std::size_t impossible_samples = 0;   // reports that were no time at all (negative, zero, past the window)
   double empty_ceiling_ms = 0;          // the most an empty call's overhead may count (0: no ceiling)
   std::size_t ceiled_empty_calls = 0;   // empty calls that took longer than that
-  double stopped_after_ms = 0;          // a call stopped at StoppingRule::give_up_ms (0: none), scored as that
+  double stopped_after_ms = 0;          // calls stopped at StoppingRule::give_up_ms (0: none) count as that long
   // Where the host's time went over the samples (the log shows it: what a class's grading
   // rate pays per sample beyond the calls themselves).
   double preparing_seconds = 0;  // drawing inputs, the empty call

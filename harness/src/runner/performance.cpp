@@ -344,7 +344,7 @@ void measure_performance(const Case& c, Work work, const PerfSubject& student_si
                 seconds_running(), c.name.c_str(), student_time.ms.count, student_time.preparing_seconds,
                 student_time.calling_seconds, student_time.checking_seconds);
     if (student_time.stopped_after_ms > 0)
-      std::printf("[%7.2f s] %-24s a call still ran after %.0f ms, far past the case's credit: stopped\n",
+      std::printf("[%7.2f s] %-24s a call still ran after %.0f ms, far past the case's credit: stopped there\n",
                   seconds_running(), c.name.c_str(), student_time.stopped_after_ms);
     record["student"] = timing_json(student_time, bytes_moved, peak);
     if (hint) record["hint"] = hint(student_time.ms.median);

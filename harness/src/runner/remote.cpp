@@ -399,9 +399,9 @@ wire::Reply call_in_host(HostProcess& host, wire::Request& request) {
   RemoteTiming* timing = current_remote_timing();
   request.timed = timing != nullptr;
   request.host_clock = timing != nullptr && timing->host_clock;
+  if (timing != nullptr) timing->host = &host;  // before the call: a stopped one names it too
   const wire::Reply reply = host.request(request, timing != nullptr ? timing->give_up_ms : 0);
   if (timing != nullptr) {
-    timing->host = &host;
     ++timing->calls;
     timing->event_ms = reply.event_ms;
     timing->wall_ms = host.last_wall_ms();

@@ -253,14 +253,6 @@ std::vector<double> clean_empty_overheads(const TimedCall& call, const RoundTrip
   return overheads;
 }
 
-// A call stopped at the rule's give_up_ms scores that time (a bound below its own), with the
-// samples before it: far past the case's credit either way.
-TimingStats stopped_call(TimingStats stats, double after_ms) {
-  if (stats.ms.count == 0) stats.ms = summarize({after_ms});
-  stats.stopped_after_ms = after_ms;
-  return stats;
-}
-
 // The stopping rule reads the relative error it is given: for a submission, the median's.
 SampleSummary with_median_error(SampleSummary summary) {
   summary.relative_error = summary.median_relative_error;
@@ -287,10 +279,17 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     RemoteTiming timing;
     timing.host_clock = call.host_clock;
     timing.give_up_ms = rule.give_up_ms;
-    const double window = window_ms(call, false, [&] {
-      const RemoteTimingScope scope(timing);
-      call.launch(stream);
-    });
+    double window = 0;
+    try {
+      window = window_ms(call, false, [&] {
+        const RemoteTimingScope scope(timing);
+        call.launch(stream);
+      });
+    } catch (const TimedCallStopped&) {
+      // The stop took the process with it: a fresh one waits for the next window.
+      if (timing.host != nullptr) timing.host->ensure_running();
+      throw;
+    }
     // A call through a host is bounded by the window; MPI ranks (no host) by the clock of the
     // rank group, which their launch has set already.
     if (timing.host != nullptr) timing.wall_ms = window;
@@ -310,17 +309,28 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     if (overhead > ceiling) ++stats.ceiled_empty_calls;
     return std::min(overhead, ceiling);
   };
-  // Per sample: what the process reported, our clock's bound, and what the sample scores.
-  std::vector<double> reported, times, unexplained;
-  try {
-    for (int warmup = 0; warmup < 2; ++warmup) {
-      start_sample(-1 - warmup);
+  // A call stopped at the rule's give_up_ms counts as that long (a warm-up's, as nothing: one
+  // slow call is an outlier the median ignores), and its host starts again at once (measure_one);
+  // a second stop ends the timing, the call being far past its credit again.
+  int stopped_calls = 0;
+  auto ends_timing = [&](const TimedCallStopped& stopped) {
+    stats.stopped_after_ms = stopped.after_ms();
+    return ++stopped_calls >= 2;
+  };
+  for (int warmup = 0; warmup < 2; ++warmup) {
+    start_sample(-1 - warmup);
+    try {
       measure_one(-1 - warmup);
+    } catch (const TimedCallStopped& stopped) {
+      if (!ends_timing(stopped)) continue;
+      stats.ms = summarize({stopped.after_ms()});
+      return stats;
     }
-  } catch (const TimedCallStopped& stopped) {
-    return stopped_call(stats, stopped.after_ms());
   }
   stats.ceiled_empty_calls = 0;
+
+  // Per sample: what the process reported, our clock's bound, and what the sample scores.
+  std::vector<double> reported, times, unexplained;
   const auto started = Clock::now();
   for (int sample = 0;; ++sample) {
     const auto preparing = Clock::now();
@@ -331,9 +341,13 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     try {
       timing = measure_one(sample);
     } catch (const TimedCallStopped& stopped) {
-      times.push_back(stopped.after_ms());
+      stats.calling_seconds += seconds_since(calling);
+      const bool last = ends_timing(stopped);
+      for (auto* kept : {&reported, &times}) kept->push_back(stopped.after_ms());
+      unexplained.push_back(0);
+      if (!last) continue;
       stats.ms = summarize(times);
-      return stopped_call(stats, stopped.after_ms());
+      break;
     }
     stats.calling_seconds += seconds_since(calling);
     trace_sample(sample, timing, empty_overhead_ms);

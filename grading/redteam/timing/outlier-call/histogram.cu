@@ -6,8 +6,9 @@
 // allowance of three standard errors would multiply the ratio by 4 in the student's favour,
 // worth some 15 more points here.
 //
-// The median ignores one sample in ten, and the allowance comes from the median's spread,
-// capped at 5%: this earns what the chapter's kernel earns, no more.
+// The grader stops the slow call at its limit for the case (1 s here: far past any credit) and
+// counts it as that long, the median ignores one sample in ten, and the allowance comes from
+// the median's spread, capped at 5%: this earns what the chapter's kernel earns, no more.
 #include "histogram.h"
 
 #include <cstdint>
@@ -20,10 +21,11 @@ static_assert(threads_per_block == bin_count,
               "one thread per bin: each thread zeroes and merges exactly one shared bin");
 
 // Timed cases read 100 MiB or more; the correctness cases call with that much at most four
-// times. Each timed case runs in a fresh process: two warm-up calls, then the samples, at least
-// ten of them, so the fifth call is a sample (the third) however the warm-ups change a little.
+// times. One process serves the checks and every timed case, and a timed case makes two
+// warm-up calls and at least ten samples: twelve calls in a row or more, so one large call in
+// every ten lands on at least one sample of each case, wherever the cases begin.
 constexpr size_t timed_sizes = size_t(1) << 26;
-constexpr int slow_call = 5;
+constexpr int slow_every = 10;
 constexpr std::uint64_t slow_ns = 2'500'000'000ull;  // half the 5 s a call may take
 
 __global__ void spin_kernel(std::uint64_t ns) {
@@ -53,7 +55,7 @@ __global__ void histogram_shared_privatized_kernel(const uint8_t* in, size_t n, 
 
 extern "C" void histogram(const uint8_t* d_in, size_t n, uint32_t* d_bins, cudaStream_t stream) {
   static int large_calls = 0;
-  if (n >= timed_sizes && ++large_calls == slow_call) spin_kernel<<<1, 1, 0, stream>>>(slow_ns);
+  if (n >= timed_sizes && ++large_calls % slow_every == 0) spin_kernel<<<1, 1, 0, stream>>>(slow_ns);
 
   cudaMemsetAsync(d_bins, 0, bin_count * sizeof(uint32_t), stream);
   int device = 0;
