@@ -2,6 +2,7 @@
 // stopping rule and the points curve are unit-tested in CI.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -78,7 +79,7 @@ inline double beyond_credit_ms(double reference_ms, double zero_credit_ratio) {
 // that one-time work an honest call may do at its first run (a library handle, a plan) is
 // never cut.
 inline double give_up_ms(double beyond_credit_ms) {
-  return beyond_credit_ms > 0 ? (2 * beyond_credit_ms > 1000.0 ? 2 * beyond_credit_ms : 1000.0) : 0.0;
+  return beyond_credit_ms > 0 ? std::max(2 * beyond_credit_ms, 1000.0) : 0.0;
 }
 
 // ---- a submission's timed samples (time_submission_call, labkit/timing.h) ----------------

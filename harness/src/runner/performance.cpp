@@ -118,11 +118,12 @@ bool near_threshold(const std::string& case_name, double ratio, double noise) {
 }
 
 // How long the submission's call is timed: until its median is known as well as the ratio's
-// noise floor can use, or stopped early once the call is far past its case's zero credit. That
-// early stop holds only while the ratio's benefit of the doubt is capped (the robust-noise
-// defence: the margin of beyond_credit_ms counts on that cap) and every sample reads an input
-// of its own (fresh inputs: a call on the same input again could learn it and speed up, so its
-// first samples would not speak for the rest).
+// noise floor can use, or its case's points are (points_known); after 3 samples far past zero
+// credit; and a call far past it is stopped (give_up_ms). The stops that read the case's
+// credit hold only while the ratio's benefit of the doubt is capped (the robust-noise defence:
+// their margins count on that cap) and every sample reads an input of its own (fresh inputs: a
+// call on the same input again could learn it and speed up, so its first samples would not
+// speak for the rest).
 StoppingRule submission_rule(const std::string& case_name, double reference_ms) {
   StoppingRule rule;
   rule.target_relative_error = submission_target_relative_error();
