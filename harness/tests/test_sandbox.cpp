@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -177,6 +178,25 @@ TEST_SUITE("host process") {
     } catch (const labkit::SubmissionFailure& failure) {
       // No driver here: the host reports the CUDA error it met before loading anything.
       CHECK(std::string(failure.what()).find("cuda") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("a timed call past its limit is stopped as slow, not as a hang, and the next gets a fresh host") {
+    const std::string program = LABKIT_TEST_BUILD_ROOT "/harness/tests/silent-host";
+    if (!fs::exists(program)) {
+      MESSAGE("the silent test host is not built (meson test builds it first)");
+      return;
+    }
+    labkit::HostProcess host({program, "", 5});
+    labkit::wire::Request request;
+    request.op = labkit::wire::Op::noop;
+    request.timed = 1;
+    // More stops than the hangs after which calls are refused (HostOptions::max_hangs): none
+    // counts as one, and each is over in about its limit, not the 5 s a hang waits.
+    for (int call = 0; call <= labkit::HostOptions{}.max_hangs; ++call) {
+      const auto started = std::chrono::steady_clock::now();
+      CHECK_THROWS_AS(host.request(request, 100), labkit::TimedCallStopped);
+      CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
     }
   }
 
