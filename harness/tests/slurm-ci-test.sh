@@ -108,8 +108,13 @@ wait_for_jobs() {
   done
   fail "the jobs did not finish in 30 minutes: $(squeue)"
 }
+outputs=(gradebook.csv junit.xml students gradescope)  # what the two paths must write alike
+keep_outputs() {  # copies a batch's outputs from $1 into the folder $2
+  mkdir -p "$2"
+  for output in "${outputs[@]}"; do cp -r "$1/$output" "$2/"; done
+}
 compare() {  # the Slurm path's outputs ($1) against the local ones ($2), byte for byte
-  for output in gradebook.csv junit.xml students gradescope; do
+  for output in "${outputs[@]}"; do
     diff -r "$1/$output" "$2/$output" >"$work/diff.txt" ||
       fail "$output differs between --slurm and the local batch: $(head -n 40 "$work/diff.txt")"
   done
@@ -132,8 +137,7 @@ echo "=== the same grading locally (grade all --submissions --fresh, into the sa
 # Slurm path compiled (the same compiler, arguments and files: nvcc would write the same file),
 # which halves the test's time. The Slurm path's outputs are set aside to compare.
 slurm_first="$work/out-slurm-first"
-mkdir -p "$slurm_first"
-for output in gradebook.csv junit.xml students gradescope; do cp -r "$slurm_out/$output" "$slurm_first/"; done
+keep_outputs "$slurm_out" "$slurm_first"
 local_out="$work/out-local"
 "$grade" "${which_labs[@]}" --submissions "$class" --out "$slurm_out" --fresh >"$work/local.txt" 2>&1
 local_status=$?
@@ -142,8 +146,7 @@ local_status=$?
 [[ $local_status == 0 || $local_status == 3 ]] ||
   fail "the local batch exited $local_status: $(tail -n 20 "$work/local.txt")"
 grep -q "compiled earlier, kept" "$work/local.txt" || fail "the local batch compiled again: $(tail -n 5 "$work/local.txt")"
-mkdir -p "$local_out"
-for output in gradebook.csv junit.xml students gradescope; do cp -r "$slurm_out/$output" "$local_out/"; done
+keep_outputs "$slurm_out" "$local_out"
 compare "$slurm_first" "$local_out"
 
 # Results that could not run (no GPU here) are never reused: a re-run submits exactly those

@@ -157,6 +157,15 @@ TEST_SUITE("wire") {
   }
 }
 
+namespace {
+// A host program the tests start, or false with the reason when the build has not made it.
+bool host_built(const std::string& program) {
+  if (fs::exists(program)) return true;
+  MESSAGE(program << " is not built (meson test builds it first)");
+  return false;
+}
+}  // namespace
+
 TEST_SUITE("host process") {
   TEST_CASE("a host that cannot start says why, and the call fails with that message") {
     int devices = 0;
@@ -165,10 +174,7 @@ TEST_SUITE("host process") {
       return;
     }
     const std::string program = LABKIT_TEST_BUILD_ROOT "/labs/lab-01-histogram-host";
-    if (!fs::exists(program)) {
-      MESSAGE("lab 01's host is not built (meson test builds it first)");
-      return;
-    }
+    if (!host_built(program)) return;
     labkit::HostProcess host({program, "/nonexistent/module.so", 5});
     labkit::wire::Request request;
     request.op = labkit::wire::Op::noop;
@@ -183,10 +189,7 @@ TEST_SUITE("host process") {
 
   TEST_CASE("a timed call past its limit is stopped as slow, not as a hang, and the next gets a fresh host") {
     const std::string program = LABKIT_TEST_BUILD_ROOT "/harness/tests/silent-host";
-    if (!fs::exists(program)) {
-      MESSAGE("the silent test host is not built (meson test builds it first)");
-      return;
-    }
+    if (!host_built(program)) return;
     labkit::HostProcess host({program, "", 5});
     labkit::wire::Request request;
     request.op = labkit::wire::Op::noop;

@@ -62,18 +62,6 @@ HostProcess& empty_call_host() {
   return *probe;
 }
 
-}  // namespace
-
-void runner::start_empty_call_host() {
-  try {
-    empty_call_host().ensure_running();
-  } catch (const std::exception& error) {  // the grader's own host: said here, and again at its first call
-    std::printf("warning: the empty call's host did not start: %s\n", error.what());
-  }
-}
-
-namespace {
-
 // An empty call spins no longer than this: what it measures, the round trip's overhead, is the
 // same for any longer call, and spinning as long as a call of seconds (lab 12's) would add
 // that much again to every sample.
@@ -284,6 +272,14 @@ void profile_once(const Case& c, const PerfSubject& student_side) {
 }
 
 }  // namespace
+
+void runner::start_empty_call_host() {
+  try {
+    empty_call_host().ensure_running();
+  } catch (const std::exception& error) {  // the grader's own host: said here, and again at its first call
+    std::printf("warning: the empty call's host did not start: %s\n", error.what());
+  }
+}
 
 void measure_performance(const Case& c, Work work, const PerfSubject& student_side,
                          const PerfSubject& reference_side, const LibraryAnchor& library, const PerfHint& hint,

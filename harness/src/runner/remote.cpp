@@ -252,9 +252,7 @@ bool HostProcess::reply_within(double seconds) {
 
 // A reply must arrive whole within `seconds`; anything else is a crash or a hang.
 wire::Reply HostProcess::receive(double seconds, const char* doing) {
-  pollfd ready{socket_, POLLIN, 0};
-  const int polled = poll(&ready, 1, int(seconds * 1000));
-  if (polled == 0) {
+  if (!reply_within(seconds)) {
     hung_ = true;
     stop();
     ++hangs_;

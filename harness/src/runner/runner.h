@@ -63,8 +63,8 @@ std::vector<int>& gpu_lock_fds();
 // Takes every lock `how` (LOCK_SH or LOCK_EX) with the clock stopped, and logs a long wait.
 void lock_gpus_uncounted(int how);
 // Starts the empty call's host (performance.cpp) while this run still shares the GPU: its
-// start, a CUDA context made one at a time across the machine (0.2-0.4 s), then costs nothing
-// of the time the GPU is held alone.
+// start, a CUDA context made one at a time across the machine (docs/grader-measurements.md
+// measures one), then costs nothing of the time the GPU is held alone.
 void start_empty_call_host();
 
 void report_sandbox_once();

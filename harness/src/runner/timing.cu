@@ -343,7 +343,8 @@ TimingStats time_submission_call(const TimedCall& call, const RoundTripProbe& pr
     } catch (const TimedCallStopped& stopped) {
       stats.calling_seconds += seconds_since(calling);
       const bool last = ends_timing(stopped);
-      for (auto* kept : {&reported, &times}) kept->push_back(stopped.after_ms());
+      reported.push_back(stopped.after_ms());
+      times.push_back(stopped.after_ms());
       unexplained.push_back(0);
       if (!last) continue;
       stats.ms = summarize(times);
