@@ -53,7 +53,7 @@ TEST_SUITE("stats") {
   }
 
   TEST_CASE("sampling stops once more samples cannot move the points") {
-    // Reference 1 ms; no points at a ratio of 0.005, all 10 at 0.85 (lab 09's sort-2^20).
+    // Reference 1 ms; a wide curve: no points at a ratio of 0.005, all 10 at 0.85.
     labkit::StoppingRule rule;
     rule.credit = {1.0, 0.005, 0.85, 10};
     auto noisy = [](double median, int count) {  // about 1.7% standard error
@@ -68,7 +68,7 @@ TEST_SUITE("stats") {
     CHECK(labkit::points_known(rule, slow));
     CHECK(labkit::should_stop(rule, slow, 0.1));
     CHECK(labkit::points_known(rule, fast));  // ratio 1: full credit whatever the spread
-    // Where the curve is steep (lab 11: 20 points between 0.5 and 0.9) the same spread is not enough.
+    // Where the curve is steep (20 points between 0.5 and 0.9) the same spread is not enough.
     labkit::StoppingRule steep;
     steep.credit = {1.0, 0.5, 0.9, 20};
     CHECK_FALSE(labkit::points_known(steep, noisy(1.4, 10)));
