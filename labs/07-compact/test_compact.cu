@@ -53,6 +53,12 @@ Floats to_floats(const Bits& bits) {
   return values;
 }
 
+// The arrays are floats, exported as such; converted only when a case is being exported, as the
+// large cases' copies cost the checks' time.
+void export_bits(const Case& c, const char* name, const Bits& bits) {
+  if (!labkit::export_dir().empty()) labkit::export_array(c, name, to_floats(bits));
+}
+
 std::string show_bits(uint32_t bits) {
   char text[64];
   std::snprintf(text, sizeof text, "%g (bits 0x%08X)", double(from_bits(bits)), bits);
@@ -132,7 +138,8 @@ struct Selection {
   std::vector<size_t> source;  // kept[j] = in[source[j]]
 };
 
-Selection select(const Bits& in, const std::function<bool(uint32_t)>& keeps) {
+template <class Keep>
+Selection select(const Bits& in, Keep keeps) {
   Selection s;
   for (size_t i = 0; i < in.size(); ++i)
     if (keeps(in[i])) {
@@ -142,7 +149,18 @@ Selection select(const Bits& in, const std::function<bool(uint32_t)>& keeps) {
   return s;
 }
 
-Bits split_by(const Bits& in, const std::function<bool(uint32_t)>& keeps) {
+// The kept elements alone, in input order: what a correct compaction writes.
+template <class Keep>
+Bits kept_by(const Bits& in, Keep keeps) {
+  Bits kept;
+  kept.reserve(in.size());
+  for (uint32_t b : in)
+    if (keeps(b)) kept.push_back(b);
+  return kept;
+}
+
+template <class Keep>
+Bits split_by(const Bits& in, Keep keeps) {
   Bits out;
   out.reserve(in.size());
   for (uint32_t b : in)
@@ -172,6 +190,16 @@ bool all_poison_from(const Bits& v, size_t from) { return count_poison(v, from) 
 
 // ---- calling the student ----------------------------------------------------------------
 
+Bits download_bits(const DeviceBuffer<float>& buffer) {
+  return labkit::download(reinterpret_cast<const uint32_t*>(buffer.data()), buffer.size());
+}
+
+// Whether a const argument came back bit for bit as it was handed over (a NaN's payload too).
+bool unchanged(const DeviceBuffer<float>& buffer, const Floats& sent) {
+  const Floats back = buffer.download();
+  return sent.empty() || std::memcmp(back.data(), sent.data(), sent.size() * sizeof(float)) == 0;
+}
+
 struct CompactOutput {
   Bits out;  // d_out[0..n + guard_words)
   size_t count = 0;
@@ -187,7 +215,7 @@ CompactOutput run_student_compact(const Floats& input) {
   labkit::student<decltype(compact_positive)>("compact_positive")(d_in.data(), input.size(), d_out.data(),
                                                                   d_count.data(), nullptr);
   CUDA_CHECK_KERNELS(nullptr);
-  return {to_bits(d_out.download()), d_count.download()[0], to_bits(d_in.download()) != to_bits(input)};
+  return {download_bits(d_out), d_count.download()[0], !unchanged(d_in, input)};
 }
 
 struct SplitOutput {
@@ -201,7 +229,7 @@ SplitOutput run_student_split(const Floats& input) {
   d_out.poison();
   labkit::student<decltype(split_positive)>("split_positive")(d_in.data(), input.size(), d_out.data(), nullptr);
   CUDA_CHECK_KERNELS(nullptr);
-  return {to_bits(d_out.download()), to_bits(d_in.download()) != to_bits(input)};
+  return {download_bits(d_out), !unchanged(d_in, input)};
 }
 
 // ---- naming the mistake -----------------------------------------------------------------
@@ -308,23 +336,24 @@ std::string diagnose_compact_output(const Bits& in, const Selection& expected, c
 
 void check_compact(const Case& c, const Floats& input) {
   const Bits in = to_bits(input);
-  const Selection expected = select(in, contract_positive);
-  labkit::export_array(c, "expected_output", to_floats(expected.kept));
-  labkit::export_array(c, "expected_count", std::vector<uint64_t>{expected.kept.size()});
+  const Bits expected = kept_by(in, contract_positive);
+  export_bits(c, "expected_output", expected);
+  labkit::export_array(c, "expected_count", std::vector<uint64_t>{expected.size()});
 
   const CompactOutput result = run_student_compact(input);
   if (result.input_changed)
     return labkit::verdict(c, false, "compact_positive modified its input: d_in is const and must come back unchanged");
-  if (result.count != expected.kept.size())
-    return labkit::verdict(c, false, diagnose_compact_count(in, expected.kept.size(), result.count));
+  if (result.count != expected.size())
+    return labkit::verdict(c, false, diagnose_compact_count(in, expected.size(), result.count));
 
-  const size_t count = expected.kept.size();
+  const size_t count = expected.size();
   const Bits actual(result.out.begin(), result.out.begin() + count);
-  if (actual != expected.kept) {
+  if (actual != expected) {
     Bits again = run_student_compact(input).out;
     again.resize(count);
-    const labkit::Comparison comparison = labkit::compare_exact(expected.kept, actual);
-    return labkit::verdict(c, false, diagnose_compact_output(in, expected, actual, again) + ". " + comparison.describe());
+    const labkit::Comparison comparison = labkit::compare_exact(expected, actual);
+    return labkit::verdict(c, false, diagnose_compact_output(in, select(in, contract_positive), actual, again) + ". " +
+                                         comparison.describe());
   }
   const auto written = std::find_if(result.out.begin() + count, result.out.end(), [](uint32_t v) { return v != poison_word; });
   if (written != result.out.end())
@@ -384,7 +413,7 @@ std::string diagnose_split(const Bits& in, const Bits& expected, const Bits& act
 void check_split(const Case& c, const Floats& input) {
   const Bits in = to_bits(input);
   const Bits expected = split_by(in, contract_positive);
-  labkit::export_array(c, "expected_output", to_floats(expected));
+  export_bits(c, "expected_output", expected);
 
   const SplitOutput result = run_student_split(input);
   if (result.input_changed)
@@ -423,8 +452,7 @@ ExpandOutput run_student_expand(const Floats& input, const Bits& packed) {
   labkit::student<decltype(expand_positive)>("expand_positive")(d_in.data(), d_packed.data(), input.size(),
                                                                 d_out.data(), nullptr);
   CUDA_CHECK_KERNELS(nullptr);
-  return {to_bits(d_out.download()), to_bits(d_in.download()) != to_bits(input),
-          to_bits(d_packed.download()) != packed};
+  return {download_bits(d_out), !unchanged(d_in, input), !unchanged(d_packed, packed_values)};
 }
 
 // out[i] = packed[rank of i] where kept, +0.0f elsewhere.
@@ -525,8 +553,8 @@ void check_expand(const Case& c, const Floats& input) {
   const size_t count = size_t(std::count_if(in.begin(), in.end(), contract_positive));
   const Bits packed = make_packed(c, count);
   const Bits expected = expand_by(in, packed);
-  labkit::export_array(c, "packed", to_floats(packed));
-  labkit::export_array(c, "expected_output", to_floats(expected));
+  export_bits(c, "packed", packed);
+  export_bits(c, "expected_output", expected);
 
   const ExpandOutput result = run_student_expand(input, packed);
   if (result.input_changed)
