@@ -372,7 +372,7 @@ std::vector<Report> grade_batch(const std::vector<Submission>& submissions, cons
         holding = false;
       };
       progress.begin(what);
-      run_lab(slot.job, toolchain, grading, gpu_count > 1 ? gpu : -1, slot.result, leave_place);
+      run_lab(slot.job, toolchain, grading, gpu, slot.result, leave_place);
       leave_place();
       run_count += slot.result.status != LabStatus::not_run;  // without a GPU nothing ran
       save(slot);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -65,6 +66,22 @@ std::string gpu_locks(const GradeOptions& options, int gpu) {
 }
 
 }  // namespace
+
+std::string visible_devices(int first, int count, const char* inherited) {
+  std::vector<std::string> listed;
+  if (inherited != nullptr && *inherited != '\0') {
+    std::stringstream list(inherited);
+    for (std::string entry; std::getline(list, entry, ',');) listed.push_back(entry);
+    if (std::size_t(first + count) > listed.size())
+      throw std::invalid_argument("this batch's GPUs " + std::to_string(first) + ".." +
+                                  std::to_string(first + count - 1) + " are not all in CUDA_VISIBLE_DEVICES=" +
+                                  inherited + ": ask --gpus for as many as it lists at most");
+  }
+  std::string visible;
+  for (int gpu = first; gpu < first + count; ++gpu)
+    visible += (visible.empty() ? "" : ",") + (listed.empty() ? std::to_string(gpu) : listed[std::size_t(gpu)]);
+  return visible;
+}
 
 void RunnerClock::take(const labkit::protocol::ClockRecord& record) {
   const auto now = std::chrono::steady_clock::now();
@@ -140,7 +157,10 @@ RunOutcome run_checks(const RunContext& context, const protocol::RunnerArguments
     if (on_record) on_record(*record);
   };
   request.uncounted_seconds = [&clock] { return clock.stopped_seconds(); };
-  if (gpu >= 0) request.environment["CUDA_VISIBLE_DEVICES"] = std::to_string(gpu);
+  const char* inherited = std::getenv("CUDA_VISIBLE_DEVICES");
+  const int several = lab.min_gpus > 1 ? std::max(1, options.gpu_count) : 1;  // gpu < 0: from the first GPU
+  request.environment["CUDA_VISIBLE_DEVICES"] =
+      gpu >= 0 ? visible_devices(gpu, 1, inherited) : visible_devices(0, several, inherited);
   if (!options.gpu_lock_dir.empty()) request.environment[protocol::env::gpu_lock] = gpu_locks(options, gpu);
   // Each of `modules:` sits beside the module: module-mpi.so, lab-NN-name-solution-mpi.so.
   for (const ExtraModule& extra : lab.modules)

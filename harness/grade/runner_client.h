@@ -50,6 +50,14 @@ struct RunContext {
   std::string suites;
 };
 
+// What a run on `count` of the GPUs this grader may use, from its GPU `first` (0, 1, ...),
+// sets CUDA_VISIBLE_DEVICES to: those entries of the list the grader was given (`inherited`,
+// its own CUDA_VISIBLE_DEVICES, e.g. Slurm's "2,3"), or the device numbers themselves when
+// there is none. A one-GPU lab then sees one device, and a lab of several GPUs the batch's,
+// whatever the machine has: its checks and verdict do not depend on the machine's shape.
+// Throws std::invalid_argument when the list is shorter.
+std::string visible_devices(int first, int count, const char* inherited);
+
 // The spans in which a runner's clock stood still (labkit::protocol::ClockRecord), summed for
 // its time limit; a span still open counts up to now.
 class RunnerClock {
