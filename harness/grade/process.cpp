@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,8 +72,9 @@ void set_limit(int resource, rlim_t value) {
 
 // In the child, between fork and exec: only async-signal-safe work.
 [[noreturn]] void become_child(const ChildRequest& request, const ChildLimits& limits, int log_fd,
-                               std::vector<char*>& argv, std::vector<char*>& envp) {
+                               std::vector<char*>& argv, std::vector<char*>& envp, const cpu_set_t* cpus) {
   setpgid(0, 0);
+  if (cpus != nullptr) sched_setaffinity(0, sizeof *cpus, cpus);
   dup2(log_fd, STDOUT_FILENO);
   dup2(log_fd, STDERR_FILENO);
   const int null_fd = open("/dev/null", O_RDONLY);
@@ -171,10 +173,14 @@ ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits) {
   std::vector<char*> argv = pointers(argv_strings);
   std::vector<char*> envp = pointers(env_strings);
 
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (const int cpu : request.cpus) CPU_SET(cpu, &cpus);
+
   const auto started = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) become_child(request, child_limits, log_fd, argv, envp);
+  if (pid == 0) become_child(request, child_limits, log_fd, argv, envp, request.cpus.empty() ? nullptr : &cpus);
   setpgid(pid, pid);  // also here, so the group exists before we might kill it
   remember_child(pid, true);
   close(log_fd);

@@ -42,6 +42,7 @@ struct ChildRequest {
   // as it says on its result channel); none when empty. They count up to an hour at most, so
   // a child that stops its clock and never starts it again still ends.
   std::function<double()> uncounted_seconds;
+  std::vector<int> cpus;  // the CPUs it may run on (sched_setaffinity); ours when empty
 };
 
 ChildOutcome run_child(const ChildRequest& request, const ChildLimits& limits);

@@ -4,6 +4,7 @@
 #include "labkit/fingerprint.h"
 #include "model.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -83,6 +84,26 @@ std::string visible_devices(int first, int count, const char* inherited) {
   return visible;
 }
 
+std::vector<int> cpu_share(const std::vector<int>& ours, int gpu, int gpus) {
+  if (gpus <= 1 || ours.size() < std::size_t(gpus)) return ours;
+  const std::size_t begin = ours.size() * std::size_t(gpu) / std::size_t(gpus);
+  const std::size_t end = ours.size() * std::size_t(gpu + 1) / std::size_t(gpus);
+  return {ours.begin() + std::ptrdiff_t(begin), ours.begin() + std::ptrdiff_t(end)};
+}
+
+namespace {
+
+std::vector<int> cpus_of_this_process() {
+  cpu_set_t set;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+
+}  // namespace
+
 void RunnerClock::take(const labkit::protocol::ClockRecord& record) {
   const auto now = std::chrono::steady_clock::now();
   if (!record.counting && !stopped_since_) stopped_since_ = now;
@@ -161,6 +182,7 @@ RunOutcome run_checks(const RunContext& context, const protocol::RunnerArguments
   const int several = lab.min_gpus > 1 ? std::max(1, options.gpu_count) : 1;  // gpu < 0: from the first GPU
   request.environment["CUDA_VISIBLE_DEVICES"] =
       gpu >= 0 ? visible_devices(gpu, 1, inherited) : visible_devices(0, several, inherited);
+  if (gpu >= 0) request.cpus = cpu_share(cpus_of_this_process(), gpu, options.gpu_count);
   if (!options.gpu_lock_dir.empty()) request.environment[protocol::env::gpu_lock] = gpu_locks(options, gpu);
   // Each of `modules:` sits beside the module: module-mpi.so, lab-NN-name-solution-mpi.so.
   for (const ExtraModule& extra : lab.modules)

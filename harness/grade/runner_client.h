@@ -58,6 +58,13 @@ struct RunContext {
 // Throws std::invalid_argument when the list is shorter.
 std::string visible_devices(int first, int count, const char* inherited);
 
+// The CPUs a run on GPU `gpu` of `gpus` may use: that share of `ours` (the grader's own, in
+// order), each GPU's a contiguous part. A run that times has its GPU alone, and with it these
+// CPUs: another GPU's checks, busy on the CPU, never slow its host side, so a machine of four
+// GPUs gives each what a machine of one gives its only one. All of `ours` when it has fewer
+// CPUs than GPUs.
+std::vector<int> cpu_share(const std::vector<int>& ours, int gpu, int gpus);
+
 // The spans in which a runner's clock stood still (labkit::protocol::ClockRecord), summed for
 // its time limit; a span still open counts up to now.
 class RunnerClock {

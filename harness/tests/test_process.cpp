@@ -2,6 +2,7 @@
 #include "runner_client.h"
 
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,6 +26,19 @@ TEST_SUITE("process") {
     CHECK(outcome.describe() == "exit 3");
     CHECK(outcome.output_tail.find("hello") != std::string::npos);
     CHECK(outcome.output_tail.find("oops") != std::string::npos);
+  }
+
+  TEST_CASE("a child runs on the CPUs it was given") {
+    cpu_set_t ours;
+    REQUIRE(sched_getaffinity(0, sizeof ours, &ours) == 0);
+    int last = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &ours)) last = cpu;
+    const auto log = (std::filesystem::temp_directory_path() / "labkit-test-child-cpus.log").string();
+    grade::ChildRequest request{{"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status"}, {}, {}, log};
+    request.cpus = {last};
+    const auto outcome = grade::run_child(request, {10, 20, 1 << 20});
+    CHECK(outcome.output_tail.find("Cpus_allowed_list:\t" + std::to_string(last) + "\n") != std::string::npos);
   }
 
   TEST_CASE("a hang is killed at the wall-clock limit, with what it started") {

@@ -45,7 +45,7 @@ uint32_t bits_of(float f) {
 
 // Calls body(i) for i in [0, n) on every core: a CPU reference is O(n^2).
 void for_each_index(size_t n, const std::function<void(size_t)>& body) {
-  const size_t workers = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), std::max<size_t>(1, n / 16));
+  const size_t workers = std::min<size_t>(labkit::usable_cpus(), std::max<size_t>(1, n / 16));
   if (workers <= 1) {
     for (size_t i = 0; i < n; ++i) body(i);
     return;

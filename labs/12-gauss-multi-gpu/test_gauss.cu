@@ -39,7 +39,7 @@ constexpr double least_split_speedup = 1.1;
 // Runs body(begin, end) over the rows [0, n) on all cores.
 template <class Body>
 void for_row_ranges(int n, Body body) {
-  const int workers = std::max(1, std::min(int(std::thread::hardware_concurrency()), n / 64));
+  const int workers = std::max(1, std::min(int(labkit::usable_cpus()), n / 64));
   if (workers == 1) return body(0, n);
   std::vector<std::thread> threads;
   const int chunk = (n + workers - 1) / workers;

@@ -3,6 +3,8 @@
 // any standard library.
 #pragma once
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -101,13 +103,20 @@ LABKIT_HOST_DEVICE T draw(std::uint64_t bits, double lo, double hi) {
 
 }  // namespace detail
 
-// Runs body(begin, end) over [0, n) in chunks on all cores: the generators are counter-based
+// The CPUs this process may run on (its affinity, which the grader narrows to a GPU's share of
+// the machine), not every CPU the machine has: more threads than that only queue for them.
+inline std::size_t usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::size_t(std::max(1, CPU_COUNT(&set)));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// Runs body(begin, end) over [0, n) in chunks on all usable cores: the generators are counter-based
 // (element i depends on i and the seed alone), so the result is the same on any core count.
 template <class Body>
 void parallel_chunks(std::size_t n, Body body) {
   constexpr std::size_t min_chunk = std::size_t(1) << 20;
-  const std::size_t workers =
-      std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (n + min_chunk - 1) / min_chunk);
+  const std::size_t workers = std::min<std::size_t>(usable_cpus(), (n + min_chunk - 1) / min_chunk);
   if (workers <= 1) return body(std::size_t(0), n);
   std::vector<std::thread> threads;
   const std::size_t chunk = (n + workers - 1) / workers;
