@@ -354,6 +354,12 @@ grade::BatchOptions batch_options(const CommandLine& line, const grade::Toolchai
   if (!line.retime_reference) options.grade.calibration_dir = calibration_folder(toolchain);
   options.build_workers = line.jobs;
   options.gpu_count = line.gpus > 0 ? line.gpus : grade::count_gpus();
+  // Where CUDA_VISIBLE_DEVICES lists the GPUs (Slurm's, or the user's), runs go to its entries
+  // (grade::visible_devices): asking for more would put runs on devices nobody gave the batch.
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      visible != nullptr && *visible != '\0' && options.gpu_count > grade::count_gpus())
+    throw grade::BadInput("--gpus " + std::to_string(options.gpu_count) + " asks for more GPUs than CUDA_VISIBLE_DEVICES=" +
+                          visible + " lists (" + std::to_string(grade::count_gpus()) + ")");
   options.runs_per_gpu = line.runs_per_gpu > 0 ? line.runs_per_gpu : grade::default_runs_per_gpu();
   return options;
 }

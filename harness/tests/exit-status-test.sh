@@ -49,6 +49,7 @@ expect_usage "--time-limit: must be 1 or more, not -5" all --time-limit -5
 expect_usage "--jobs: must be 1 or more, not -1" all --jobs -1
 expect_usage "--shard-size: must be 1 or more, not 0" all --submissions "$scratch/class" --slurm --shard-size 0
 expect_usage "--roster goes with --submissions" lab 01 --roster "$scratch/roster-without-folders.csv"
+CUDA_VISIBLE_DEVICES=2,3 expect_usage "CUDA_VISIBLE_DEVICES=2,3 lists (2)" lab 01 --gpus 4
 
 # With nothing to do, `grade` lists the labs and exits 0.
 if output="$("$grade" 2>&1)" && [[ "$output" == *"Grade one with"* ]]; then
