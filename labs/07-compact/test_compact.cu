@@ -159,12 +159,10 @@ Bits kept_by(const Bits& in, Keep keeps) {
   return kept;
 }
 
+// The kept elements, then the others, each in input order: what a correct split writes.
 template <class Keep>
 Bits split_by(const Bits& in, Keep keeps) {
-  Bits out;
-  out.reserve(in.size());
-  for (uint32_t b : in)
-    if (keeps(b)) out.push_back(b);
+  Bits out = kept_by(in, keeps);
   for (uint32_t b : in)
     if (!keeps(b)) out.push_back(b);
   return out;
