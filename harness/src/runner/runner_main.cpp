@@ -25,7 +25,7 @@ namespace {
 
 // The checks allocate and free arrays of up to gigabytes, case after case. glibc would map each
 // one afresh and unmap it when freed, so the kernel faults in and zeroes every page of every
-// case's arrays again (about 0.8 s per GiB on one core, a large share of a lab's checks).
+// case's arrays again, one core's work for each gigabyte.
 // Served from the heap and never trimmed, a freed array's pages are reused as they are; the
 // price is that the runner keeps its largest footprint until it exits.
 void reuse_freed_memory() {

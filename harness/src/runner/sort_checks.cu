@@ -72,8 +72,8 @@ SortOutput run_explained(const SortLab& lab, const Case& c, const Keys& input, s
 }
 
 // The case's expected output, sorted by cub::DeviceRadixSort on the checks' own GPU: a large
-// case's keys sorted on one core of the host take a second or more of the lab's time limit and
-// of the batch's. `grade export` without a GPU sorts them on the CPU.
+// case's keys sorted on one core of the host cost the lab's time limit and the batch's far
+// more. `grade export` without a GPU sorts them on the CPU.
 Keys sorted_for_checks(const Keys& input) {
   constexpr std::size_t worth_the_gpu = std::size_t(1) << 16;
   if (runner::state().export_without_gpu || input.size() < worth_the_gpu) return cpu_sort(input);
