@@ -6,20 +6,23 @@
 // partition and one block sort per part finish 2^24 keys:
 //
 //   1. sample_splitters_kernel (one block): sorts a sample of the segment's keys in shared
-//      memory and keeps every (sample / S)-th key as a splitter;
+//      memory and keeps every (sample / S)-th key as a splitter (for the whole array, a
+//      gather_sample_kernel of many blocks fetches the sample first);
 //   2. bucket_histogram_kernel: each block counts its chunk's keys per bucket (a binary search
 //      of the splitters in shared memory) and claims its room in each bucket with one atomicAdd;
 //   3. bucket_scatter_kernel: each block moves its chunk's keys to the other buffer, a tile at
 //      a time, grouped by bucket in shared memory first so that a bucket's keys leave as one
 //      coalesced run;
-//   4. bucket_sort_kernel: a block per bucket sorts it in shared memory (an LSD radix sort over
-//      only the bits by which the bucket's keys can differ) and writes it to d_keys. A bucket
-//      too large for one block is a segment of its own: the block launches stage 1 on it from
-//      the device, whose grid launches stages 2-4 into its tail stream (each starts when the
-//      one before it, with all it launched, is complete), and the sort recurses. Further
-//      blocks write each splitter over its bucket of equal keys.
+//   4. bucket_sort_kernel: a block per bucket sorts it in shared memory and writes it to
+//      d_keys: one counting pass spreads its keys over about as many bins as keys, by their
+//      leading bits between the bucket's two splitters, and each thread sorts a run of bins by
+//      insertion (keys bunched into a few bins take LSD radix passes instead). A bucket too
+//      large for one block is a segment of its own: the block launches stage 1 on it from the
+//      device, whose grid launches stages 2-4 into its tail stream (each starts when the one
+//      before it, with all it launched, is complete), and the sort recurses. Further blocks
+//      write each splitter over its bucket of equal keys.
 //
-// The host launches the whole array's four stages on the caller's stream: a launch from the
+// The host launches the whole array's stages on the caller's stream: a launch from the
 // device takes tens of microseconds longer to start its grid than one queued from the host
 // (docs/design/10-quicksort.md), and the whole array's stages run on every call, where a child
 // sort is rare (the sample keeps buckets near their mean size).
@@ -126,7 +129,8 @@ struct SegmentSort {
   Segment segment;
   Plan plan;
   Meta meta;
-  int chained;  // stage 1 launches the other stages (a child sort); else the host does
+  int chained;  // a child sort: stage 1 gathers its own sample and launches the other stages;
+                // else the host launched the sample's gather and every stage
 };
 
 template <class T>
@@ -219,16 +223,32 @@ __device__ unsigned block_scan_array(unsigned* counts, unsigned length, unsigned
   return total;
 }
 
-// Each lane of `active` adds one to counts[bucket], with one atomicAdd per distinct bucket in
-// the warp (keys of few distinct values would otherwise queue on one address). Returns the
-// lane's slot among the bucket's keys: the count before it.
-__device__ unsigned warp_aggregated_increment(unsigned* counts, unsigned bucket, unsigned active) {
-  const unsigned peers = __match_any_sync(active, bucket);
-  const int leader = __ffs(peers) - 1;
-  unsigned before = 0;
-  if (int(threadIdx.x % 32) == leader) before = atomicAdd(&counts[bucket], unsigned(__popc(peers)));
-  before = __shfl_sync(active, before, leader);
-  return before + __popc(peers & lanes_below());
+// Each lane of `active` adds one to counts[bucket] and gets the count before it: its slot
+// among the bucket's keys, in no particular order. A warp whose keys share one bucket (sorted
+// input, or few distinct values) adds with one atomic, since 32 atomics on one address queue
+// one behind another; otherwise each lane adds its own.
+__device__ __forceinline__ unsigned claim_slot(unsigned* counts, unsigned bucket, unsigned active) {
+  const int leader = __ffs(active) - 1;
+  if (__all_sync(active, bucket == __shfl_sync(active, bucket, leader))) {
+    unsigned before = 0;
+    if (int(threadIdx.x % 32) == leader) before = atomicAdd(&counts[bucket], unsigned(__popc(active)));
+    return __shfl_sync(active, before, leader) + __popc(active & lanes_below());
+  }
+  return atomicAdd(&counts[bucket], 1u);
+}
+
+// The lanes of `active` whose digit equals this lane's, by one ballot per digit bit: the cost
+// of __match_any_sync grows with the number of distinct values among the lanes, and a radix
+// pass over random keys gives a warp about 30 of them.
+__device__ __forceinline__ unsigned lanes_with_digit(unsigned digit, unsigned active) {
+  unsigned peers = active;
+#pragma unroll
+  for (int b = 0; b < radix_bits; ++b) {
+    const bool one = (digit >> b) & 1u;
+    const unsigned ones = __ballot_sync(active, one);
+    peers &= one ? ones : ~ones;
+  }
+  return peers;
 }
 
 // Where a key falls among the splitters, in shared memory. Open bucket 2i holds the keys
@@ -325,7 +345,7 @@ __device__ void radix_pass(const uint32_t* in, uint32_t* out, unsigned m, uint32
     if (i < m) {
       const unsigned digit = ((in[i] - low) >> shift) & (radix_digits - 1);
       unsigned* counter = &sh.counters[digit * T::counter_stride + warp];
-      const unsigned peers = __match_any_sync(active, digit);
+      const unsigned peers = lanes_with_digit(digit, active);
       const unsigned before = *counter;
       __syncwarp(active);  // every peer has read the counter before the lowest one moves it
       if ((peers & lanes_below()) == 0) *counter = before + __popc(peers);
@@ -379,6 +399,78 @@ __device__ void block_extremes(uint32_t& low, uint32_t& high, SortShared<T>& sh)
   __syncthreads();
 }
 
+// The counting sort's bins: as many as the radix passes' counters hold (a power of two), or
+// fewer for a few keys, about one key per bin.
+template <class T>
+__device__ __forceinline__ int bin_bits_for(unsigned m) {
+  constexpr int most = 31 - __builtin_clz(T::counter_words);
+  return min(most, max(1, bits_of(m)));
+}
+
+// A bin with more keys than this (keys bunched within the block's range) makes the block sort
+// by radix passes instead: sorting a bin by insertion costs the square of its keys.
+constexpr unsigned insertion_limit = 32;
+
+// Sorts the block's m keys, held as key[r] = key (r * threads + thread) for r * threads +
+// thread < m, known to lie in [low, low + 2^bits); returns the shared buffer that holds them
+// sorted. One counting pass by their leading bits puts them into about m bins, each lane
+// taking a slot in its key's bin with a shared-memory atomic (no order kept), and each thread
+// then sorts a run of consecutive bins by insertion. That is a handful of instructions per
+// key, where each radix pass (ranked per warp, in order) costs more than that, and an
+// ordinary bucket needs three. Keys bunched into a few bins take the radix passes.
+template <class T>
+__device__ const uint32_t* sort_held_keys(const uint32_t (&key)[T::sort_items], unsigned m, uint32_t low, int bits,
+                                          SortShared<T>& sh) {
+  const int bin_bits = bin_bits_for<T>(m);
+  const unsigned bins = 1u << bin_bits;
+  const int shift = max(0, bits - bin_bits);
+  unsigned* start = sh.counters;  // the bins' counts, then their first places
+  uint32_t* slots = sh.keys[1];   // each key's slot in its bin, at the key's own place
+  uint32_t* binned = sh.keys[0];
+  for (unsigned b = threadIdx.x; b < bins; b += T::threads) start[b] = 0;
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < T::sort_items; ++r) {
+    const unsigned i = unsigned(r) * T::threads + threadIdx.x;
+    const unsigned active = __ballot_sync(full_mask, i < m);
+    if (i < m) slots[i] = claim_slot(start, (key[r] - low) >> shift, active);
+  }
+  __syncthreads();
+  // Thread t sorts bins [first_bin, last_bin): all of them, when there are fewer bins than threads.
+  const unsigned first_bin = unsigned(uint64_t(threadIdx.x) * bins / T::threads);
+  const unsigned last_bin = unsigned(uint64_t(threadIdx.x + 1) * bins / T::threads);
+  bool crowded = false;
+  for (unsigned b = first_bin; b < last_bin; ++b) crowded |= start[b] > insertion_limit;
+  if (__syncthreads_or(crowded)) {
+#pragma unroll
+    for (int r = 0; r < T::sort_items; ++r) {
+      const unsigned i = unsigned(r) * T::threads + threadIdx.x;
+      if (i < m) sh.keys[0][i] = key[r];
+    }
+    __syncthreads();
+    return sh.keys[block_radix_sort<T>(m, low, bits, sh)];
+  }
+  block_scan_array<T>(start, bins, sh.warp_sums);
+#pragma unroll
+  for (int r = 0; r < T::sort_items; ++r) {
+    const unsigned i = unsigned(r) * T::threads + threadIdx.x;
+    if (i < m) binned[start[(key[r] - low) >> shift] + slots[i]] = key[r];
+  }
+  __syncthreads();
+  // The thread's bins are one run of places; sorting the run sorts each bin, since no key of
+  // a bin is smaller than one of the bin before.
+  const unsigned run_begin = first_bin < bins ? start[first_bin] : m;
+  const unsigned run_end = last_bin < bins ? start[last_bin] : m;
+  for (unsigned i = run_begin + 1; i < run_end; ++i) {
+    const uint32_t x = binned[i];
+    unsigned j = i;
+    for (; j > run_begin && binned[j - 1] > x; --j) binned[j] = binned[j - 1];
+    binned[j] = x;
+  }
+  __syncthreads();
+  return binned;
+}
+
 // Sorts src[0, m) (m <= T::sort_capacity) into dst[0, m) (which may be src), the keys known
 // to lie in [low, low + 2^bits).
 template <class T>
@@ -390,14 +482,8 @@ __device__ void sort_in_block(const uint32_t* src, uint32_t* dst, unsigned m, ui
     const unsigned i = unsigned(r) * T::threads + threadIdx.x;
     if (i < m) key[r] = src[i];
   }
-#pragma unroll
-  for (int r = 0; r < T::sort_items; ++r) {
-    const unsigned i = unsigned(r) * T::threads + threadIdx.x;
-    if (i < m) sh.keys[0][i] = key[r];
-  }
-  __syncthreads();
-  const int current = block_radix_sort<T>(m, low, bits, sh);
-  for (unsigned i = threadIdx.x; i < m; i += T::threads) dst[i] = sh.keys[current][i];
+  const uint32_t* sorted = sort_held_keys<T>(key, m, low, bits, sh);
+  for (unsigned i = threadIdx.x; i < m; i += T::threads) dst[i] = sorted[i];
 }
 
 // The last resort for a bucket too large for shared memory when no child sort can start (the
@@ -488,7 +574,7 @@ __global__ void __launch_bounds__(T::threads) bucket_histogram_kernel(SegmentSor
     for (int r = 0; r < histogram_items; ++r) {
       const bool valid = base + unsigned(r) * T::threads + threadIdx.x < end;
       const unsigned active = __ballot_sync(full_mask, valid);
-      if (valid) warp_aggregated_increment(counts, bucket_of(index, key[r]), active);
+      if (valid) claim_slot(counts, bucket_of(index, key[r]), active);
     }
   }
   __syncthreads();
@@ -519,7 +605,8 @@ __host__ __device__ ScatterLayout scatter_layout(const Plan& p) {
 }
 
 // Stage 3: moves chunk blockIdx.x's keys into the other buffer, at the room stage 2 claimed.
-// A tile at a time: its keys are ranked within their buckets (shared-memory atomics), staged
+// A tile at a time: each key takes a slot among the tile's keys of its bucket (a shared-memory
+// atomic; the order within a bucket does not matter, since stage 4 sorts it), staged
 // in bucket order in shared memory, and written out in that order, so that consecutive threads
 // write consecutive places of a bucket.
 template <class T>
@@ -572,7 +659,7 @@ __global__ void __launch_bounds__(T::threads) bucket_scatter_kernel(SegmentSort 
       const unsigned active = __ballot_sync(full_mask, valid);
       if (valid) {
         const unsigned bucket = bucket_of(index, key[r]);
-        slot[r] = bucket << 16 | warp_aggregated_increment(tile_count, bucket, active);
+        slot[r] = bucket << 16 | claim_slot(tile_count, bucket, active);
       }
     }
     __syncthreads();
@@ -669,6 +756,28 @@ __global__ void __launch_bounds__(T::threads) bucket_sort_kernel(SegmentSort job
     fill_equal_buckets<T>(job, blockIdx.x - job.plan.splitters);
 }
 
+// Key j of the sample: a pseudo-random place in the j-th of `sample` equal stretches, so the
+// sample covers the whole segment and no stride in the input lines up with it.
+__device__ __forceinline__ unsigned sample_place(const SegmentSort& job, unsigned j) {
+  unsigned x = (j * 0x9e3779b9u) ^ job.segment.begin;
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  const unsigned stretch = job.segment.size / job.plan.sample;
+  return unsigned(uint64_t(j) * job.segment.size / job.plan.sample) + x % stretch;
+}
+
+// The whole array's sample, into the first places of the scratch buffer (which the scatter
+// fills only later). Many blocks gather it: the sampled keys lie far apart, and one SM keeps
+// too few loads in flight to fetch thousands of them quickly.
+constexpr unsigned gather_threads = 256;
+
+__global__ void __launch_bounds__(gather_threads) gather_sample_kernel(SegmentSort job) {
+  const unsigned j = blockIdx.x * gather_threads + threadIdx.x;
+  if (j < job.plan.sample)
+    other_keys_of(job.buffers, job.segment)[j] = keys_of(job.buffers, job.segment)[sample_place(job, j)];
+}
+
 // Stage 1, one block: the splitters from a sorted sample. In a child sort it then launches
 // the other stages, each into the tail stream of this grid so that each starts once the one
 // before it is complete.
@@ -677,36 +786,28 @@ __global__ void __launch_bounds__(T::threads) sample_splitters_kernel(SegmentSor
   SortShared<T>& sh = *shared_storage<SortShared<T>>();
   const Plan& p = job.plan;
   for (unsigned b = threadIdx.x; b < p.buckets; b += T::threads) job.meta.totals[b] = 0;
-  // Key j of the sample: a pseudo-random place in the j-th of `sample` equal stretches, so the
-  // sample covers the whole segment and no stride in the input lines up with it.
+  // A child sort gathers its own sample; the whole array's waits in the scratch buffer.
   const uint32_t* src = keys_of(job.buffers, job.segment);
-  const unsigned stretch = job.segment.size / p.sample;
+  const uint32_t* gathered = other_keys_of(job.buffers, job.segment);
   uint32_t key[T::sort_items];  // every load in flight before the first store
 #pragma unroll
   for (int r = 0; r < T::sort_items; ++r) {
     const unsigned j = unsigned(r) * T::threads + threadIdx.x;
-    if (j < p.sample) {
-      unsigned x = (j * 0x9e3779b9u) ^ job.segment.begin;
-      x ^= x >> 16;
-      x *= 0x7feb352du;
-      x ^= x >> 15;
-      key[r] = src[unsigned(uint64_t(j) * job.segment.size / p.sample) + x % stretch];
-    }
+    if (j < p.sample) key[r] = job.chained ? src[sample_place(job, j)] : gathered[j];
   }
   uint32_t low = UINT_MAX, high = 0;
 #pragma unroll
   for (int r = 0; r < T::sort_items; ++r) {
     const unsigned j = unsigned(r) * T::threads + threadIdx.x;
     if (j < p.sample) {
-      sh.keys[0][j] = key[r];
       low = min(low, key[r]);
       high = max(high, key[r]);
     }
   }
   block_extremes<T>(low, high, sh);
-  const int current = block_radix_sort<T>(p.sample, low, bits_of(high - low), sh);
+  const uint32_t* sorted = sort_held_keys<T>(key, p.sample, low, bits_of(high - low), sh);
   for (unsigned i = threadIdx.x; i < p.splitters; i += T::threads)
-    job.meta.splitters[i] = i + 1 < p.splitters ? sh.keys[current][(i + 1) * p.sample / p.splitters] : UINT_MAX;
+    job.meta.splitters[i] = i + 1 < p.splitters ? sorted[(i + 1) * p.sample / p.splitters] : UINT_MAX;
   if (job.chained && threadIdx.x == 0) {
     bucket_histogram_kernel<T><<<p.chunks, T::threads, histogram_shared_bytes(p), cudaStreamTailLaunch>>>(job);
     bucket_scatter_kernel<T><<<p.chunks, T::threads, scatter_layout<T>(p).words * sizeof(unsigned),
@@ -844,6 +945,7 @@ void sort_keys(uint32_t* d_keys, unsigned n, char* temp, unsigned sms, cudaStrea
   cudaMemsetAsync(buffers.control, 0, sizeof(Control), stream);
   const Plan p = plan_for<T>(n, sms);
   const SegmentSort job{buffers, Segment{0, n, 1, 0}, p, carve_meta(reinterpret_cast<unsigned*>(temp + l.meta), p), 0};
+  gather_sample_kernel<<<divide_up(p.sample, gather_threads), gather_threads, 0, stream>>>(job);
   sample_splitters_kernel<T><<<1, T::threads, sizeof(SortShared<T>), stream>>>(job);
   bucket_histogram_kernel<T><<<p.chunks, T::threads, histogram_shared_bytes(p), stream>>>(job);
   bucket_scatter_kernel<T><<<p.chunks, T::threads, scatter_layout<T>(p).words * sizeof(unsigned), stream>>>(job);
