@@ -27,7 +27,7 @@ constexpr int lanes = 32;
 
 struct HistogramTuning {
   static constexpr int threads_per_block = 1024;
-  static constexpr int blocks_per_sm = 1;     // 2 x 1024 or 4 x 512 per SM: 2-4% slower at 100 MiB
+  static constexpr int blocks_per_sm = 1;     // 2 x 1024 or 4 x 512 per SM measured slower at 100 MiB
   static constexpr int loads_in_flight = 8;  // 16-byte loads per thread per iteration (64 registers)
 };
 constexpr int threads = HistogramTuning::threads_per_block;

@@ -12,7 +12,7 @@
 //     64-bit word (ordered key, inverted index), so the combine is an unsigned max.
 //  4. One atomicMax per block on that word. The packed word orders exactly as the contract
 //     does, so the hardware's 64-bit unsigned atomicMax is the whole merge and no CAS loop is
-//     needed; a few hundred atomics on one address cost nothing next to reading the input.
+//     needed; the blocks' atomics on one address cost nothing next to reading the input.
 #include "dot.h"
 
 namespace {

@@ -331,8 +331,8 @@ int sm_count() {
 }
 
 // Large tiles when they give every SM at least one block, else the small ones: at 1024x2048
-// the large tiles make 128 blocks for 132 SMs (80% of cuBLAS), the small ones 256 (91%); at
-// 2048^2 the large ones make 256 (90%, the small ones 84%).
+// the large tiles make 128 blocks for 132 SMs and lose to the small ones' 256
+// (docs/design/04-matmul.md, "Tiles that fit the problem").
 bool wants_large_tiles(const Problem& p) {
   const long long blocks = (long long)((p.m + LargeTiling::block_rows - 1) / LargeTiling::block_rows) *
                            ((p.n + LargeTiling::block_cols - 1) / LargeTiling::block_cols);

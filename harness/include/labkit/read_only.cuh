@@ -14,8 +14,9 @@ namespace labkit {
 
 namespace detail {
 
+// `unroll` loads in flight per thread.
+template <int unroll = 8>
 __global__ void __launch_bounds__(1024) read_only_kernel(const uint4* in, std::size_t count, uint32_t* sink) {
-  constexpr int unroll = 8;
   const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
   uint32_t acc = 0;
   std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;

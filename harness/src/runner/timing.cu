@@ -3,6 +3,7 @@
 #include "labkit/buffer.h"
 #include "labkit/defences.h"
 #include "labkit/device.h"
+#include "labkit/read_only.cuh"
 #include "labkit/remote.h"
 
 #include <algorithm>
@@ -28,24 +29,6 @@ __global__ void l2_flush_kernel(int4* buffer, std::size_t count, int salt) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
        i += std::size_t(gridDim.x) * blockDim.x)
     buffer[i] = make_int4(salt, salt, salt, salt);
-}
-
-// Reads every byte once with 16-byte loads, `unroll` in flight per thread. The xor is kept
-// alive by a store no run ever makes (the input never holds that value).
-template <int unroll>
-__global__ void read_bandwidth_kernel(const int4* in, std::size_t count, int* sink) {
-  const std::size_t stride = std::size_t(gridDim.x) * blockDim.x;
-  int acc = 0;
-  std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
-  for (; i + (unroll - 1) * stride < count; i += unroll * stride) {
-    int4 v[unroll];
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  for (; i < count; i += stride) acc ^= in[i].x ^ in[i].w;
-  if (acc == 0x7fffffff) *sink = acc;
 }
 
 __global__ void spin_kernel(long long cycles, long long* elapsed) {
@@ -397,16 +380,17 @@ double measured_read_bandwidth_gbps() {
     const std::size_t bytes = std::max<std::size_t>(std::size_t(1) << 30, 8 * current_device().l2_bytes);
     DeviceBuffer<int4> buffer(bytes / sizeof(int4));
     CUDA_CHECK(cudaMemset(buffer.data(), 0x11, buffer.bytes()));
-    DeviceBuffer<int> sink(1);
+    DeviceBuffer<uint32_t> sink(1);
     double best = 0;
     for (int blocks_per_sm : {4, 8, 16}) {
       const int blocks = current_device().sm_count * blocks_per_sm;
       for (bool deep : {false, true}) {
         TimedCall read{[&](cudaStream_t stream) {
+                         const auto* in = reinterpret_cast<const uint4*>(buffer.data());
                          if (deep)
-                           read_bandwidth_kernel<8><<<blocks, 256, 0, stream>>>(buffer.data(), buffer.size(), sink.data());
+                           detail::read_only_kernel<8><<<blocks, 256, 0, stream>>>(in, buffer.size(), sink.data());
                          else
-                           read_bandwidth_kernel<4><<<blocks, 256, 0, stream>>>(buffer.data(), buffer.size(), sink.data());
+                           detail::read_only_kernel<4><<<blocks, 256, 0, stream>>>(in, buffer.size(), sink.data());
                        },
                        {}, {}};
         const TimingStats stats = time_call(read, StoppingRule{0.002, 10, 100, 0.5});
