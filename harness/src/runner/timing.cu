@@ -378,7 +378,7 @@ double measure_sm_clock_mhz() {
 double measured_read_bandwidth_gbps() {
   static const double gbps = [] {
     const std::size_t bytes = std::max<std::size_t>(std::size_t(1) << 30, 8 * current_device().l2_bytes);
-    DeviceBuffer<int4> buffer(bytes / sizeof(int4));
+    DeviceBuffer<uint4> buffer(bytes / sizeof(uint4));
     CUDA_CHECK(cudaMemset(buffer.data(), 0x11, buffer.bytes()));
     DeviceBuffer<uint32_t> sink(1);
     double best = 0;
@@ -386,11 +386,10 @@ double measured_read_bandwidth_gbps() {
       const int blocks = current_device().sm_count * blocks_per_sm;
       for (bool deep : {false, true}) {
         TimedCall read{[&](cudaStream_t stream) {
-                         const auto* in = reinterpret_cast<const uint4*>(buffer.data());
                          if (deep)
-                           detail::read_only_kernel<8><<<blocks, 256, 0, stream>>>(in, buffer.size(), sink.data());
+                           read_only_kernel<8><<<blocks, 256, 0, stream>>>(buffer.data(), buffer.size(), sink.data());
                          else
-                           detail::read_only_kernel<4><<<blocks, 256, 0, stream>>>(in, buffer.size(), sink.data());
+                           read_only_kernel<4><<<blocks, 256, 0, stream>>>(buffer.data(), buffer.size(), sink.data());
                        },
                        {}, {}};
         const TimingStats stats = time_call(read, StoppingRule{0.002, 10, 100, 0.5});
