@@ -12,13 +12,17 @@
 //     arrival counter), the bin that holds the k-th largest of those first tiles is a lower
 //     bound for the k-th largest of the input: they are a subset of it. Always right.
 //  2. The rest of the read copies only the values in or above that bin to a prefilter buffer,
-//     with one vote per warp and tile, one atomic when any is kept (4791 values at 10^7).
-//  3. The last block to finish the read (an arrival counter, no grid barrier) looks at the
-//     prefilter: when it fits shared memory and k <= 4096 that block alone narrows it through
-//     the three digits (11, 11, 10 bits) by shared-memory histograms, gathers the k largest
-//     and sorts them (bitonic network), and the other blocks leave. Otherwise (2^28: 130,000
-//     values; k > 4096; ties that overflow the buffer) it calls every block to all-block
-//     passes over the prefilter, or over the input after an overflow, with grid barriers.
+//     with one vote per warp and tile, one atomic when any is kept (4791 values at 10^7), and
+//     counts each in 2048 fine bins spread from the bound to the top of the first tiles'
+//     highest bin (one atomic per kept value).
+//  3. The last block to finish the read (an arrival counter, no grid barrier) scans the fine
+//     bins for the one that holds the k-th largest. When that bin and those above it hold at
+//     most 4096 keys (about k + 2 at 10^7), it gathers them from the prefilter, sorts them
+//     (bitonic network) and writes the first k; the other blocks leave. Else, when the
+//     prefilter fits shared memory, it narrows the prefilter through the three digits (11,
+//     11, 10 bits) by shared-memory histograms. Otherwise (k > 4096; ties that overflow the
+//     buffer) it calls every block to all-block passes over the prefilter, or over the input
+//     after an overflow, with grid barriers.
 // Why this beats a design that reads a sample first and waits at a grid barrier before the
 // full read: no sample pass and no barrier before the read, and the prefilter's bound comes
 // from data the read fetches anyway. A register-resident bitonic sort of the winners (8 keys
@@ -44,7 +48,7 @@ struct TopkTuning {
   static constexpr int vectors_per_thread = 4;       // 16-byte loads per thread per tile
   static constexpr int items_per_thread = 8;         // scalar loads in flight (all-block passes)
   static constexpr int block_sort_capacity = 4096;   // larger k: cub::DeviceRadixSort
-  static constexpr int shared_finish_capacity = 12288;  // prefilter sizes block 0 finishes alone
+  static constexpr int shared_finish_capacity = 12288;  // prefilter sizes one block narrows alone
 };
 
 constexpr int threads = TopkTuning::threads_per_block;
@@ -54,7 +58,7 @@ constexpr size_t tile_vectors = size_t(threads) * vectors_per_thread;
 constexpr int bin_count = 2048;  // 11-bit digits: 11 + 11 + 10 bits make the 32-bit key
 constexpr int digit_count = 3;
 static_assert(bin_count % threads == 0, "each thread scans whole groups of bins when selecting");
-// Block 0's finish: the prefilter's keys, then the k results to sort.
+// The last block's finish: the prefilter's keys, then the results to sort.
 constexpr size_t finish_shared_bytes =
     size_t(TopkTuning::shared_finish_capacity + TopkTuning::block_sort_capacity) * sizeof(uint32_t);
 static_assert(finish_shared_bytes >= 2 * tile_vectors * sizeof(int4), "the read parks two tiles in the same memory");
@@ -77,6 +81,7 @@ __device__ __forceinline__ uint32_t digit_of(uint32_t key, int digit) {
 // The rest is zeroed at the start of each call, before the first grid barrier that uses it.
 struct SelectState {
   uint32_t bound_histogram[2][bin_count];  // digit 0 of the blocks' first tiles, top bins only
+  uint32_t fine_histogram[2][bin_count];   // the values at or above the bound, in fine bins
   uint32_t bound_arrivals[2];              // blocks that have added their first tiles
   uint32_t prefilter_count[2];             // values the read wanted to copy (over capacity: overflow)
   uint32_t read_arrivals[2];               // blocks done with the read
@@ -253,14 +258,14 @@ __device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank, bo
   return choice;
 }
 
-// Sorts keys[0..k) (shared memory, k <= block_sort_capacity) largest first into out, with a
-// bitonic network over the next power of two. A warp's pairs at gaps up to 32 stay inside
-// its own 64-key windows, so consecutive such steps need only a warp barrier: 10 of the 55
-// steps for k = 1000 wait for the whole block.
-__device__ void block_sort_descending(int32_t* keys, uint32_t k, int32_t* out) {
+// Sorts keys[0..count) (shared memory, count <= block_sort_capacity) largest first and writes
+// the first k to out, with a bitonic network over the next power of two. A warp's pairs at
+// gaps up to 32 stay inside its own 64-key windows, so consecutive such steps need only a warp
+// barrier: 10 of the 55 steps for 1000 keys wait for the whole block.
+__device__ void block_sort_descending(int32_t* keys, uint32_t count, uint32_t k, int32_t* out) {
   uint32_t size = 1;
-  while (size < k) size *= 2;
-  for (uint32_t i = k + threadIdx.x; i < size; i += threads) keys[i] = INT_MIN;
+  while (size < count) size *= 2;
+  for (uint32_t i = count + threadIdx.x; i < size; i += threads) keys[i] = INT_MIN;
   __syncthreads();
   for (uint32_t run = 2; run <= size; run *= 2) {
     for (uint32_t gap = run / 2; gap > 0; gap /= 2) {
@@ -293,6 +298,19 @@ struct Tile {
   int4 vectors[vectors_per_thread];
   uint32_t first;  // this thread's first vector index
 };
+
+// The bound below which no value can be in the top k, and the fine bins that the keys at or
+// above it are counted in: bin (key - bound key) >> fine_shift, the last bin also taking the
+// keys past it.
+struct Bound {
+  uint32_t key;
+  uint32_t fine_shift;
+};
+
+__device__ __forceinline__ uint32_t fine_bin(uint32_t key, const Bound& bound) {
+  const uint32_t bin = (key - bound.key) >> bound.fine_shift;
+  return bin < bin_count ? bin : bin_count - 1;
+}
 
 // The block's tile t, as an index into the body's tiles, or ~0 when the block has no tile t.
 __device__ __forceinline__ uint32_t block_tile(const InputView& input, unsigned t) {
@@ -328,16 +346,17 @@ __device__ void histogram_tile(const Tile& tile, const InputView& input, uint32_
       for (int c = 0; c < 4; ++c) atomicAdd(&histogram[digit_of(key_at(tile, u, c), 0)], 1u);
 }
 
-// Copies the tile's keys at or above bound_key to the prefilter: one vote per warp when none
-// is (the usual case), else one atomic per warp. Past capacity only the count grows.
-__device__ void prefilter_tile(const Tile& tile, const InputView& input, uint32_t bound_key, const Buffers& buffers,
-                               uint32_t* count) {
+// Copies the tile's keys at or above the bound to the prefilter and counts them in the fine
+// bins: one vote per warp when none is (the usual case), else one atomic per warp for the
+// slots. Past capacity only the count grows.
+__device__ void prefilter_tile(const Tile& tile, const InputView& input, const Bound& bound, const Buffers& buffers,
+                               uint32_t* count, uint32_t* fine_histogram) {
   uint32_t keep = 0;  // bit 4u + c: component c of vector u
 #pragma unroll
   for (int u = 0; u < vectors_per_thread; ++u)
 #pragma unroll
     for (int c = 0; c < 4; ++c)
-      if (holds(tile, u, input) && key_at(tile, u, c) >= bound_key) keep |= 1u << (4 * u + c);
+      if (holds(tile, u, input) && key_at(tile, u, c) >= bound.key) keep |= 1u << (4 * u + c);
   if (!__any_sync(0xFFFFFFFFu, keep != 0)) return;
   uint32_t slot = warp_reserve(__popc(keep), count);
 #pragma unroll
@@ -345,31 +364,48 @@ __device__ void prefilter_tile(const Tile& tile, const InputView& input, uint32_
 #pragma unroll
     for (int c = 0; c < 4; ++c)
       if (keep & (1u << (4 * u + c))) {
-        if (slot < buffers.capacity) buffers.prefiltered[slot] = to_value(key_at(tile, u, c));
+        const uint32_t key = key_at(tile, u, c);
+        atomicAdd(&fine_histogram[fine_bin(key, bound)], 1u);
+        if (slot < buffers.capacity) buffers.prefiltered[slot] = to_value(key);
         ++slot;
       }
 }
 
 // The values outside the body (at most 3 + 3), by the first warp of block 0.
-__device__ void prefilter_loose_values(const int32_t* in, size_t n, const InputView& input, uint32_t bound_key,
-                                       const Buffers& buffers, uint32_t* count) {
+__device__ void prefilter_loose_values(const int32_t* in, size_t n, const InputView& input, const Bound& bound,
+                                       const Buffers& buffers, uint32_t* count, uint32_t* fine_histogram) {
   if (blockIdx.x != 0 || threadIdx.x >= 32) return;
   const unsigned lane = threadIdx.x;
   const size_t i = lane < 4 ? lane : input.tail_begin + (lane - 4);
   const bool valid = lane < 4 ? i < input.head : (lane < 8 && i < n);
   const int32_t value = valid ? __ldcg(&in[i]) : 0;
-  const bool keep = valid && to_key(value) >= bound_key;
+  const bool keep = valid && to_key(value) >= bound.key;
   const uint32_t slot = warp_append_slot(keep, count);
-  if (keep && slot < buffers.capacity) buffers.prefiltered[slot] = value;
+  if (!keep) return;
+  atomicAdd(&fine_histogram[fine_bin(to_key(value), bound)], 1u);
+  if (slot < buffers.capacity) buffers.prefiltered[slot] = value;
+}
+
+// The highest bin of a histogram in global memory that holds a key (0 when none does).
+__device__ uint32_t top_bin(const uint32_t* histogram) {
+  __shared__ uint32_t top;
+  if (threadIdx.x == 0) top = 0;
+  __syncthreads();
+  for (uint32_t bin = threadIdx.x; bin < bin_count; bin += threads)
+    if (__ldcg(&histogram[bin]) != 0) atomicMax(&top, bin);
+  __syncthreads();
+  return top;
 }
 
 // Step 1 of the file comment: the block has histogrammed its first tiles into shared_bins; it
 // adds their top bins to the shared histogram, waits until every block has, and returns the
 // lower bound on the k-th largest key (0 while the first tiles hold fewer than k values). All
 // blocks are resident (a cooperative launch), so the wait ends. Only the bound's tightness,
-// never its truth, depends on how many blocks' bins have landed when it is read.
-__device__ uint32_t first_tiles_bound(uint32_t k, const uint32_t* shared_bins, uint32_t* bound_histogram,
-                                      uint32_t* arrivals) {
+// never its truth, depends on how many blocks' bins have landed when it is read. The fine
+// bins span from the bound to the top of the highest bin the first tiles fill, at least one
+// bin: at 10^7 uniform values, about 2.4 values to a fine bin.
+__device__ Bound first_tiles_bound(uint32_t k, const uint32_t* shared_bins, uint32_t* bound_histogram,
+                                   uint32_t* arrivals) {
   __syncthreads();
   // Bins below this block's k-th largest (or its smallest, with fewer than k) cannot hold the
   // input's k-th largest, so they stay home: for k = 10 a block sends a bin or two.
@@ -383,11 +419,15 @@ __device__ uint32_t first_tiles_bound(uint32_t k, const uint32_t* shared_bins, u
     __threadfence();
   }
   __syncthreads();
-  const BucketChoice bound = find_bucket(bound_histogram, k, true);
-  return bound.found ? bound.bin << digit_shift(0) : 0u;
+  const BucketChoice choice = find_bucket(bound_histogram, k, true);
+  const uint32_t key = choice.found ? choice.bin << digit_shift(0) : 0u;
+  const uint64_t span = (uint64_t(top_bin(bound_histogram)) + 1) << digit_shift(0);
+  uint32_t fine_shift = digit_shift(0) - 11;  // one bin of digit 0 in 2048 fine bins
+  while ((uint64_t(bin_count) << fine_shift) < span - key) ++fine_shift;
+  return {key, fine_shift};
 }
 
-// Parks a tile in shared memory (where block 0's finish works later), freeing its registers
+// Parks a tile in shared memory (where the finish works later), freeing its registers
 // for the next loads; unpark gives it back.
 __device__ __forceinline__ void park_tile(const Tile& tile, int4* parked) {
 #pragma unroll
@@ -405,10 +445,11 @@ __device__ __forceinline__ Tile unpark_tile(const int4* parked, uint32_t first) 
 // Steps 1 and 2: the one read of the input. The first two tiles make the bound's histogram
 // and wait in shared memory while the third is loading, so the memory system stays busy
 // while the blocks agree on the bound (a fourth would not fit the registers: spills).
-__device__ void prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectState* state, unsigned parity,
-                               const Buffers& buffers, uint32_t* shared_bins, int4* parked) {
+__device__ Bound prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectState* state, unsigned parity,
+                                const Buffers& buffers, uint32_t* shared_bins, int4* parked) {
   const InputView input = split_input(in, n);
   uint32_t* count = &state->prefilter_count[parity];
+  uint32_t* fine_histogram = state->fine_histogram[parity];
   zero_histogram(shared_bins);
   const Tile first = load_tile(input, block_tile(input, 0));
   const Tile second = load_tile(input, block_tile(input, 1));
@@ -419,25 +460,27 @@ __device__ void prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectSt
   park_tile(second, parked + tile_vectors);
   const uint32_t first_index = first.first, second_index = second.first;
   const Tile third = load_tile(input, block_tile(input, 2));
-  const uint32_t bound_key =
+  const Bound bound =
       first_tiles_bound(k, shared_bins, state->bound_histogram[parity], &state->bound_arrivals[parity]);
-  prefilter_tile(unpark_tile(parked, first_index), input, bound_key, buffers, count);
-  prefilter_tile(unpark_tile(parked + tile_vectors, second_index), input, bound_key, buffers, count);
-  prefilter_tile(third, input, bound_key, buffers, count);
+  prefilter_tile(unpark_tile(parked, first_index), input, bound, buffers, count, fine_histogram);
+  prefilter_tile(unpark_tile(parked + tile_vectors, second_index), input, bound, buffers, count, fine_histogram);
+  prefilter_tile(third, input, bound, buffers, count, fine_histogram);
   // Two tiles per step: 64 KiB in flight per block. The loop bound is the same for the whole
   // block (warp votes inside).
   unsigned t = 3;
   for (; block_tile(input, t + 1) != ~0u; t += 2) {
     const Tile a = load_tile(input, block_tile(input, t));
     const Tile b = load_tile(input, block_tile(input, t + 1));
-    prefilter_tile(a, input, bound_key, buffers, count);
-    prefilter_tile(b, input, bound_key, buffers, count);
+    prefilter_tile(a, input, bound, buffers, count, fine_histogram);
+    prefilter_tile(b, input, bound, buffers, count, fine_histogram);
   }
-  if (block_tile(input, t) != ~0u) prefilter_tile(load_tile(input, block_tile(input, t)), input, bound_key, buffers, count);
-  prefilter_loose_values(in, n, input, bound_key, buffers, count);
+  if (block_tile(input, t) != ~0u)
+    prefilter_tile(load_tile(input, block_tile(input, t)), input, bound, buffers, count, fine_histogram);
+  prefilter_loose_values(in, n, input, bound, buffers, count, fine_histogram);
+  return bound;
 }
 
-// ---- Step 3, usual case: block 0 finishes in shared memory ----
+// ---- Step 3, when the fine bins leave too many keys: one block narrows the prefilter ----
 
 // Histograms `digit` of the keys whose decided bits (digits before it) equal prefix.
 __device__ void histogram_digit(const uint32_t* keys, uint32_t count, int digit, uint32_t prefix, uint32_t* bins) {
@@ -498,7 +541,7 @@ __device__ void finish_in_shared(const int32_t* prefiltered, uint32_t count, uin
   }
   for (uint32_t i = k - rank + threadIdx.x; i < k; i += threads) results[i] = to_value(threshold);
   __syncthreads();
-  block_sort_descending(results, k, out);
+  block_sort_descending(results, k, k, out);
 }
 
 // ---- Step 3, otherwise: all blocks narrow together ----
@@ -583,40 +626,89 @@ __device__ void select_with_all_blocks(const int32_t* in, size_t n, const int32_
   grid.sync();
   if (blockIdx.x != 0) return;
   for (uint32_t i = threadIdx.x; i < k; i += threads) results[i] = __ldcg(&buffers.unsorted[i]);
-  block_sort_descending(results, k, out);
+  block_sort_descending(results, k, k, out);
 }
 
-enum FinishPlan : uint32_t { plan_pending = 0, plan_one_block = 1, plan_all_blocks = 2 };
+enum FinishPlan : uint32_t { plan_pending = 0, plan_fine_bins = 1, plan_prefilter = 2, plan_all_blocks = 3 };
+
+struct Finish {
+  FinishPlan plan;  // plan_pending: another block finishes, this one leaves
+  uint32_t prefilter_count;
+  BucketChoice fine;  // the fine bin that holds the k-th largest (plan_fine_bins)
+};
 
 // After the read: the last block to finish it looks at the prefilter and either finishes alone
-// (the others leave) or calls every block to the all-block passes. Returns the plan. Like a
-// grid barrier, but the block that finishes alone never waits for the others to wake up.
-__device__ FinishPlan plan_finish(SelectState* state, unsigned parity, uint32_t capacity, bool sort_in_block,
-                                  uint32_t& prefilter_count) {
-  __shared__ FinishPlan plan;
+// (the others leave) or calls every block to the all-block passes. Like a grid barrier, but
+// the block that finishes alone never waits for the others to wake up. It finishes from the
+// fine bins when the bin of the k-th largest and those above it hold few enough keys to sort
+// in shared memory, else from the whole prefilter when that fits shared memory.
+__device__ Finish plan_finish(SelectState* state, unsigned parity, uint32_t k, uint32_t capacity, bool sort_in_block) {
+  __shared__ bool last;
   __shared__ uint32_t count;
+  __shared__ FinishPlan published_plan;
   __syncthreads();  // every thread's copies to the prefilter are issued
   if (threadIdx.x == 0) {
     __threadfence();
-    const bool last = atomicAdd(&state->read_arrivals[parity], 1u) + 1 == gridDim.x;
+    last = atomicAdd(&state->read_arrivals[parity], 1u) + 1 == gridDim.x;
     __threadfence();
-    volatile uint32_t* published = &state->finish_plan[parity];
-    if (last) {
-      count = __ldcg(&state->prefilter_count[parity]);
-      // The prefilter holds the top k whenever it did not overflow.
-      const bool alone = count <= capacity && sort_in_block && count <= TopkTuning::shared_finish_capacity;
-      plan = alone ? plan_one_block : plan_all_blocks;
-      *published = plan;
-    } else {
-      while (*published == plan_pending) __nanosleep(64);
-      plan = FinishPlan(*published);
-      count = __ldcg(&state->prefilter_count[parity]);
-      if (plan == plan_one_block) plan = plan_pending;  // another block finishes; this one leaves
+    count = __ldcg(&state->prefilter_count[parity]);  // final for the last block
+  }
+  __syncthreads();
+  volatile uint32_t* published = &state->finish_plan[parity];
+  if (last) {
+    // The prefilter holds the top k whenever it did not overflow, and the fine bins count it.
+    const bool held = count <= capacity && sort_in_block;
+    const BucketChoice fine = held ? find_bucket(state->fine_histogram[parity], k, true) : BucketChoice{0, 0, 0, false};
+    const FinishPlan plan = fine.found && fine.above + fine.count <= TopkTuning::block_sort_capacity ? plan_fine_bins
+                            : held && count <= TopkTuning::shared_finish_capacity                  ? plan_prefilter
+                                                                                                   : plan_all_blocks;
+    if (threadIdx.x == 0) *published = plan;
+    return {plan, count, fine};
+  }
+  if (threadIdx.x == 0) {
+    while (*published == plan_pending) __nanosleep(64);
+    published_plan = FinishPlan(*published);
+    count = __ldcg(&state->prefilter_count[parity]);
+  }
+  __syncthreads();
+  return {published_plan == plan_all_blocks ? plan_all_blocks : plan_pending, count, {}};
+}
+
+// The usual finish: the fine bins have said which bin holds the k-th largest. The keys in it
+// and above it (k and a few more) are gathered from the prefilter and sorted; the first k are
+// the answer.
+__device__ void finish_from_fine_bins(const int32_t* prefiltered, uint32_t count, uint32_t k, uint32_t lowest_key,
+                                      int32_t* candidates, int32_t* out) {
+  __shared__ uint32_t taken;
+  if (threadIdx.x == 0) taken = 0;
+  __syncthreads();
+  // The prefilter starts 256-byte aligned, and its allocation is rounded up to 256 bytes, so
+  // the vector that holds its last value can be read whole.
+  const int4* vectors = reinterpret_cast<const int4*>(prefiltered);
+  const uint32_t vector_count = (count + 3) / 4;
+  const unsigned lane = threadIdx.x % 32;
+  constexpr int in_flight = vectors_per_thread;
+  for (uint32_t base = threadIdx.x - lane; base < vector_count; base += in_flight * threads) {
+    int4 loaded[in_flight];
+#pragma unroll
+    for (int u = 0; u < in_flight; ++u) {
+      const uint32_t i = base + lane + u * threads;
+      loaded[u] = i < vector_count ? __ldcg(&vectors[i]) : make_int4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < in_flight; ++u) {
+      const uint32_t first = 4 * (base + lane + u * threads);
+      const int32_t values[4] = {loaded[u].x, loaded[u].y, loaded[u].z, loaded[u].w};
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const bool take = first + c < count && to_key(values[c]) >= lowest_key;
+        const uint32_t slot = warp_append_slot(take, &taken);
+        if (take) candidates[slot] = values[c];
+      }
     }
   }
   __syncthreads();
-  prefilter_count = count;
-  return plan;
+  block_sort_descending(candidates, taken, k, out);
 }
 
 // The whole selection: see the file comment for the steps. `parity` picks this call's copy of
@@ -633,22 +725,28 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
   // call's copy of the bound's state.
   for (size_t i = grid.thread_rank(); i < sizeof(state->histogram) / sizeof(uint32_t); i += grid.size())
     (&state->histogram[0][0])[i] = 0;
-  for (size_t i = grid.thread_rank(); i < bin_count; i += grid.size()) state->bound_histogram[parity ^ 1][i] = 0;
+  for (size_t i = grid.thread_rank(); i < bin_count; i += grid.size())
+    state->bound_histogram[parity ^ 1][i] = state->fine_histogram[parity ^ 1][i] = 0;
   if (grid.thread_rank() == 0) {
     state->bound_arrivals[parity ^ 1] = state->prefilter_count[parity ^ 1] = 0;
     state->read_arrivals[parity ^ 1] = state->finish_plan[parity ^ 1] = plan_pending;
     state->candidate_count[0] = state->candidate_count[1] = state->winner_count = 0;
   }
 
-  prefilter_pass(in, n, k, state, parity, buffers, histogram, reinterpret_cast<int4*>(finish_keys));
-  uint32_t prefilter_count = 0;
-  const FinishPlan plan = plan_finish(state, parity, buffers.capacity, sort_in_block, prefilter_count);
-  if (plan == plan_one_block)
-    finish_in_shared(buffers.prefiltered, prefilter_count, k, histogram, finish_keys, results, out);
-  if (plan != plan_all_blocks) return;
-  const bool prefilter_holds = prefilter_count <= buffers.capacity;
-  select_with_all_blocks(in, n, prefilter_holds ? buffers.prefiltered : in, prefilter_holds ? prefilter_count : n, k,
-                         state, buffers, out, sort_in_block, histogram, results);
+  const Bound bound =
+      prefilter_pass(in, n, k, state, parity, buffers, histogram, reinterpret_cast<int4*>(finish_keys));
+  const Finish finish = plan_finish(state, parity, k, buffers.capacity, sort_in_block);
+  if (finish.plan == plan_fine_bins) {
+    const uint32_t lowest_key = uint32_t(bound.key + (uint64_t(finish.fine.bin) << bound.fine_shift));
+    finish_from_fine_bins(buffers.prefiltered, finish.prefilter_count, k, lowest_key, results, out);
+  }
+  if (finish.plan == plan_prefilter)
+    finish_in_shared(buffers.prefiltered, finish.prefilter_count, k, histogram, finish_keys, results, out);
+  if (finish.plan != plan_all_blocks) return;
+  const bool prefilter_holds = finish.prefilter_count <= buffers.capacity;
+  select_with_all_blocks(in, n, prefilter_holds ? buffers.prefiltered : in,
+                         prefilter_holds ? finish.prefilter_count : n, k, state, buffers, out, sort_in_block,
+                         histogram, results);
 }
 
 // One device allocation, carved into the pieces the kernel needs; the state comes first so
