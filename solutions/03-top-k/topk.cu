@@ -17,8 +17,10 @@
 //     highest bin (one atomic per kept value).
 //  3. The last block to finish the read (an arrival counter, no grid barrier) scans the fine
 //     bins for the one that holds the k-th largest. When that bin and those above it hold at
-//     most 4096 keys (about k + 2 at 10^7), it gathers them from the prefilter, sorts them
-//     (bitonic network) and writes the first k; the other blocks leave. Else, when the
+//     most 4096 keys (about k + 2 at 10^7), it gathers them from the prefilter straight into
+//     their bins' places in descending order (a counting sort: the bins' counts give the
+//     places), sorts each bin's few keys by insertion and writes the first k; the other
+//     blocks leave. Crowded bins take a bitonic sort of all of them instead. Else, when the
 //     prefilter fits shared memory, it narrows the prefilter through the three digits (11,
 //     11, 10 bits) by shared-memory histograms. Otherwise (k > 4096; ties that overflow the
 //     buffer) it calls every block to all-block passes over the prefilter, or over the input
@@ -229,7 +231,11 @@ struct BucketChoice {
 // The bin that holds the rank-th largest key of `histogram` (in global memory, written by
 // other blocks, or in this block's shared memory), scanning from the top bin. Block-wide;
 // every thread gets the answer.
-__device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank, bool in_global) {
+// Optionally also *top, the highest bin that holds a key (a shared word the caller zeroed
+// before a barrier), and starts[bin], the keys in higher bins: the bin's first place in
+// descending order.
+__device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank, bool in_global, uint32_t* top = nullptr,
+                                    uint32_t* starts = nullptr) {
   using BlockScan = cub::BlockScan<uint32_t, threads>;
   __shared__ typename BlockScan::TempStorage scan_storage;
   __shared__ BucketChoice choice;
@@ -238,9 +244,10 @@ __device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank, bo
   uint32_t thread_total = 0;
 #pragma unroll
   for (int j = 0; j < bins_per_thread; ++j) {
-    const uint32_t* bin = &histogram[bin_count - 1 - (threadIdx.x * bins_per_thread + j)];
-    counts[j] = in_global ? __ldcg(bin) : *bin;
+    const uint32_t bin = bin_count - 1 - (threadIdx.x * bins_per_thread + j);
+    counts[j] = in_global ? __ldcg(&histogram[bin]) : histogram[bin];
     thread_total += counts[j];
+    if (top != nullptr && counts[j] != 0) atomicMax(top, bin);
   }
   uint32_t above = 0, total = 0;
   BlockScan(scan_storage).ExclusiveSum(thread_total, above, total);
@@ -250,8 +257,9 @@ __device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank, bo
   }
 #pragma unroll
   for (int j = 0; j < bins_per_thread; ++j) {
-    if (above < rank && above + counts[j] >= rank)  // exactly one thread
-      choice = {bin_count - 1 - (threadIdx.x * bins_per_thread + j), above, counts[j], true};
+    const uint32_t bin = bin_count - 1 - (threadIdx.x * bins_per_thread + j);
+    if (above < rank && above + counts[j] >= rank) choice = {bin, above, counts[j], true};  // exactly one thread
+    if (starts != nullptr) starts[bin] = above;
     above += counts[j];
   }
   __syncthreads();
@@ -386,17 +394,6 @@ __device__ void prefilter_loose_values(const int32_t* in, size_t n, const InputV
   if (slot < buffers.capacity) buffers.prefiltered[slot] = value;
 }
 
-// The highest bin of a histogram in global memory that holds a key (0 when none does).
-__device__ uint32_t top_bin(const uint32_t* histogram) {
-  __shared__ uint32_t top;
-  if (threadIdx.x == 0) top = 0;
-  __syncthreads();
-  for (uint32_t bin = threadIdx.x; bin < bin_count; bin += threads)
-    if (__ldcg(&histogram[bin]) != 0) atomicMax(&top, bin);
-  __syncthreads();
-  return top;
-}
-
 // Step 1 of the file comment: the block has histogrammed its first tiles into shared_bins; it
 // adds their top bins to the shared histogram, waits until every block has, and returns the
 // lower bound on the k-th largest key (0 while the first tiles hold fewer than k values). All
@@ -406,6 +403,7 @@ __device__ uint32_t top_bin(const uint32_t* histogram) {
 // bin: at 10^7 uniform values, about 2.4 values to a fine bin.
 __device__ Bound first_tiles_bound(uint32_t k, const uint32_t* shared_bins, uint32_t* bound_histogram,
                                    uint32_t* arrivals) {
+  __shared__ uint32_t top;  // the highest bin the first tiles fill
   __syncthreads();
   // Bins below this block's k-th largest (or its smallest, with fewer than k) cannot hold the
   // input's k-th largest, so they stay home: for k = 10 a block sends a bin or two.
@@ -417,11 +415,12 @@ __device__ Bound first_tiles_bound(uint32_t k, const uint32_t* shared_bins, uint
     atomicAdd(arrivals, 1u);
     while (*reinterpret_cast<volatile uint32_t*>(arrivals) < gridDim.x) __nanosleep(64);
     __threadfence();
+    top = 0;
   }
   __syncthreads();
-  const BucketChoice choice = find_bucket(bound_histogram, k, true);
+  const BucketChoice choice = find_bucket(bound_histogram, k, true, &top);
   const uint32_t key = choice.found ? choice.bin << digit_shift(0) : 0u;
-  const uint64_t span = (uint64_t(top_bin(bound_histogram)) + 1) << digit_shift(0);
+  const uint64_t span = (uint64_t(top) + 1) << digit_shift(0);
   uint32_t fine_shift = digit_shift(0) - 11;  // one bin of digit 0 in 2048 fine bins
   while ((uint64_t(bin_count) << fine_shift) < span - key) ++fine_shift;
   return {key, fine_shift};
@@ -641,8 +640,10 @@ struct Finish {
 // (the others leave) or calls every block to the all-block passes. Like a grid barrier, but
 // the block that finishes alone never waits for the others to wake up. It finishes from the
 // fine bins when the bin of the k-th largest and those above it hold few enough keys to sort
-// in shared memory, else from the whole prefilter when that fits shared memory.
-__device__ Finish plan_finish(SelectState* state, unsigned parity, uint32_t k, uint32_t capacity, bool sort_in_block) {
+// in shared memory (it leaves each fine bin's first place in `starts`), else from the whole
+// prefilter when that fits shared memory.
+__device__ Finish plan_finish(SelectState* state, unsigned parity, uint32_t k, uint32_t capacity, bool sort_in_block,
+                              uint32_t* starts) {
   __shared__ bool last;
   __shared__ uint32_t count;
   __shared__ FinishPlan published_plan;
@@ -651,17 +652,20 @@ __device__ Finish plan_finish(SelectState* state, unsigned parity, uint32_t k, u
     __threadfence();
     last = atomicAdd(&state->read_arrivals[parity], 1u) + 1 == gridDim.x;
     __threadfence();
-    count = __ldcg(&state->prefilter_count[parity]);  // final for the last block
   }
   __syncthreads();
   volatile uint32_t* published = &state->finish_plan[parity];
   if (last) {
+    // The count and the fine bins are final now; both are read at once (find_bucket ends
+    // with a barrier, after which every thread sees the count).
+    if (threadIdx.x == 0) count = __ldcg(&state->prefilter_count[parity]);
+    const BucketChoice fine = find_bucket(state->fine_histogram[parity], k, true, nullptr, starts);
     // The prefilter holds the top k whenever it did not overflow, and the fine bins count it.
     const bool held = count <= capacity && sort_in_block;
-    const BucketChoice fine = held ? find_bucket(state->fine_histogram[parity], k, true) : BucketChoice{0, 0, 0, false};
-    const FinishPlan plan = fine.found && fine.above + fine.count <= TopkTuning::block_sort_capacity ? plan_fine_bins
-                            : held && count <= TopkTuning::shared_finish_capacity                  ? plan_prefilter
-                                                                                                   : plan_all_blocks;
+    const FinishPlan plan = held && fine.found && fine.above + fine.count <= TopkTuning::block_sort_capacity
+                                ? plan_fine_bins
+                            : held && count <= TopkTuning::shared_finish_capacity ? plan_prefilter
+                                                                                  : plan_all_blocks;
     if (threadIdx.x == 0) *published = plan;
     return {plan, count, fine};
   }
@@ -674,41 +678,61 @@ __device__ Finish plan_finish(SelectState* state, unsigned parity, uint32_t k, u
   return {published_plan == plan_all_blocks ? plan_all_blocks : plan_pending, count, {}};
 }
 
-// The usual finish: the fine bins have said which bin holds the k-th largest. The keys in it
-// and above it (k and a few more) are gathered from the prefilter and sorted; the first k are
-// the answer.
-__device__ void finish_from_fine_bins(const int32_t* prefiltered, uint32_t count, uint32_t k, uint32_t lowest_key,
+// The usual finish. plan_finish has left in starts[b] the place of fine bin b's first key in
+// descending order. Each key at or above lowest_bin takes the next place of its bin (a
+// shared-memory atomic), so the candidates land ordered by bin, and one thread sorts each
+// bin's few keys by insertion: a counting sort, which the bins already paid for. A bin of more
+// than max_run keys (crowded data) sends the block to the bitonic sort of all candidates.
+__device__ void finish_from_fine_bins(const int32_t* prefiltered, uint32_t count, uint32_t k, const Bound& bound,
+                                      uint32_t lowest_bin, uint32_t candidate_count, uint32_t* starts,
                                       int32_t* candidates, int32_t* out) {
-  __shared__ uint32_t taken;
-  if (threadIdx.x == 0) taken = 0;
-  __syncthreads();
+  constexpr uint32_t max_run = 32;
+  __shared__ bool crowded;
+  if (threadIdx.x == 0) crowded = false;
+  const uint32_t lowest_key = uint32_t(bound.key + (uint64_t(lowest_bin) << bound.fine_shift));
   // The prefilter starts 256-byte aligned, and its allocation is rounded up to 256 bytes, so
   // the vector that holds its last value can be read whole.
   const int4* vectors = reinterpret_cast<const int4*>(prefiltered);
   const uint32_t vector_count = (count + 3) / 4;
-  const unsigned lane = threadIdx.x % 32;
   constexpr int in_flight = vectors_per_thread;
-  for (uint32_t base = threadIdx.x - lane; base < vector_count; base += in_flight * threads) {
+  for (uint32_t base = threadIdx.x; base < vector_count; base += in_flight * threads) {
     int4 loaded[in_flight];
 #pragma unroll
     for (int u = 0; u < in_flight; ++u) {
-      const uint32_t i = base + lane + u * threads;
+      const uint32_t i = base + u * threads;
       loaded[u] = i < vector_count ? __ldcg(&vectors[i]) : make_int4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < in_flight; ++u) {
-      const uint32_t first = 4 * (base + lane + u * threads);
+      const uint32_t first = 4 * (base + u * threads);
       const int32_t values[4] = {loaded[u].x, loaded[u].y, loaded[u].z, loaded[u].w};
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const bool take = first + c < count && to_key(values[c]) >= lowest_key;
-        const uint32_t slot = warp_append_slot(take, &taken);
-        if (take) candidates[slot] = values[c];
-      }
+      for (int c = 0; c < 4; ++c)
+        if (first + c < count && to_key(values[c]) >= lowest_key)
+          candidates[atomicAdd(&starts[fine_bin(to_key(values[c]), bound)], 1u)] = values[c];
     }
   }
   __syncthreads();
-  block_sort_descending(candidates, taken, k, out);
+  // Bin b's keys now fill [end of bin b + 1, starts[b]): the bins run from the top down.
+  for (uint32_t bin = lowest_bin + threadIdx.x; bin < bin_count; bin += threads) {
+    const uint32_t begin = bin + 1 < bin_count ? starts[bin + 1] : 0, end = starts[bin];
+    if (end - begin > max_run) {
+      crowded = true;
+      continue;
+    }
+    for (uint32_t i = begin + 1; i < end; ++i) {
+      const int32_t value = candidates[i];
+      uint32_t j = i;
+      for (; j > begin && candidates[j - 1] < value; --j) candidates[j] = candidates[j - 1];
+      candidates[j] = value;
+    }
+  }
+  __syncthreads();
+  if (crowded) {
+    block_sort_descending(candidates, candidate_count, k, out);
+    return;
+  }
+  for (uint32_t i = threadIdx.x; i < k; i += threads) out[i] = candidates[i];
 }
 
 // The whole selection: see the file comment for the steps. `parity` picks this call's copy of
@@ -735,11 +759,10 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
 
   const Bound bound =
       prefilter_pass(in, n, k, state, parity, buffers, histogram, reinterpret_cast<int4*>(finish_keys));
-  const Finish finish = plan_finish(state, parity, k, buffers.capacity, sort_in_block);
-  if (finish.plan == plan_fine_bins) {
-    const uint32_t lowest_key = uint32_t(bound.key + (uint64_t(finish.fine.bin) << bound.fine_shift));
-    finish_from_fine_bins(buffers.prefiltered, finish.prefilter_count, k, lowest_key, results, out);
-  }
+  const Finish finish = plan_finish(state, parity, k, buffers.capacity, sort_in_block, histogram);
+  if (finish.plan == plan_fine_bins)
+    finish_from_fine_bins(buffers.prefiltered, finish.prefilter_count, k, bound, finish.fine.bin,
+                          finish.fine.above + finish.fine.count, histogram, results, out);
   if (finish.plan == plan_prefilter)
     finish_in_shared(buffers.prefiltered, finish.prefilter_count, k, histogram, finish_keys, results, out);
   if (finish.plan != plan_all_blocks) return;
