@@ -13,7 +13,7 @@ def sub(pat, rep):
     s = re.sub(pat, rep, s, flags=re.S)
 sub(r"(  const InputView input = split_input\(in, n\);\n  uint32_t\* count = &state->prefilter_count\[parity\];)", r"  STAMP(0);\n\1")
 sub(r"(  park_tile\(second, parked \+ tile_vectors\);\n)", r"\1  STAMP(1);\n")
-sub(r"(      first_tiles_bound\(k, shared_bins, state->bound_histogram\[parity\], &state->bound_arrivals\[parity\]\);\n)", r"\1  STAMP(2);\n")
+sub(r"(      first_tiles_bound\([^;]*;\n)", r"\1  STAMP(2);\n")
 sub(r"(  const Finish finish = plan_finish\([^;]*;\n)", r"  STAMP(3);\n\1  if (finish.plan != plan_pending) { __syncthreads(); STAMP(4); }\n")
 sub(r"(  if \(finish.plan == plan_prefilter\)\n)", r"  if (finish.plan == plan_fine_bins) { __syncthreads(); STAMP(5); }\n\1")
 open(dst, 'w').write(s)

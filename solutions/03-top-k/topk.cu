@@ -8,9 +8,11 @@
 //  1. Each block loads its first two tiles (16-byte loads), histograms the top 11 bits of
 //     both in shared memory, parks them in shared memory while its third tile loads, and
 //     adds to a global histogram only the bins at or above its own k-th largest (the global
-//     k-th largest cannot lie lower). Once every block has added its bins (a spin on an
-//     arrival counter), the bin that holds the k-th largest of those first tiles is a lower
-//     bound for the k-th largest of the input: they are a subset of it. Always right.
+//     k-th largest cannot lie lower). Once three quarters of the blocks have added their bins
+//     (an arrival counter), the block that completes the quorum draws the bin that holds the
+//     k-th largest of the first tiles counted, a lower bound for the k-th largest of the
+//     input (they are a subset of it: always right), and publishes it in one word; the
+//     others spin on that word, none on the stragglers.
 //  2. The rest of the read copies only the values in or above that bin to a prefilter buffer,
 //     with one vote per warp and tile, one atomic when any is kept (4791 values at 10^7), and
 //     counts each in 2048 fine bins spread from the bound to the top of the first tiles'
@@ -51,6 +53,7 @@ struct TopkTuning {
   static constexpr int items_per_thread = 8;         // scalar loads in flight (all-block passes)
   static constexpr int block_sort_capacity = 4096;   // larger k: cub::DeviceRadixSort
   static constexpr int shared_finish_capacity = 12288;  // prefilter sizes one block narrows alone
+  static constexpr int bound_quorum_percent = 75;      // of the blocks, whose first tiles draw the bound
 };
 
 constexpr int threads = TopkTuning::threads_per_block;
@@ -85,6 +88,7 @@ struct SelectState {
   uint32_t bound_histogram[2][bin_count];  // digit 0 of the blocks' first tiles, top bins only
   uint32_t fine_histogram[2][bin_count];   // the values at or above the bound, in fine bins
   uint32_t bound_arrivals[2];              // blocks that have added their first tiles
+  unsigned long long published_bound[2];   // the bound and its fine shift, once drawn (0 until then)
   uint32_t prefilter_count[2];             // values the read wanted to copy (over capacity: overflow)
   uint32_t read_arrivals[2];               // blocks done with the read
   uint32_t finish_plan[2];                 // set by the last of them: 1 it finishes alone, 2 all blocks
@@ -395,35 +399,50 @@ __device__ void prefilter_loose_values(const int32_t* in, size_t n, const InputV
 }
 
 // Step 1 of the file comment: the block has histogrammed its first tiles into shared_bins; it
-// adds their top bins to the shared histogram, waits until every block has, and returns the
-// lower bound on the k-th largest key (0 while the first tiles hold fewer than k values). All
-// blocks are resident (a cooperative launch), so the wait ends. Only the bound's tightness,
-// never its truth, depends on how many blocks' bins have landed when it is read. The fine
-// bins span from the bound to the top of the highest bin the first tiles fill, at least one
-// bin: at 10^7 uniform values, about 2.4 values to a fine bin.
+// adds their top bins to the shared histogram and returns the lower bound on the k-th largest
+// key (0 while the first tiles seen hold fewer than k values). The bound is drawn once the
+// first `bound_quorum` of the blocks have added their bins, by the block that completes the
+// quorum, and published in one word for all: it is right whichever blocks' bins it counts
+// (a subset of the input is a subset), and the blocks whose first tiles arrive last no
+// longer hold everyone up. All blocks are resident (a cooperative launch), so the wait ends.
+// The fine bins span from the bound to the top of the highest bin counted, at least one bin:
+// at 10^7 uniform values, about 2.4 values to a fine bin.
 __device__ Bound first_tiles_bound(uint32_t k, const uint32_t* shared_bins, uint32_t* bound_histogram,
-                                   uint32_t* arrivals) {
-  __shared__ uint32_t top;  // the highest bin the first tiles fill
+                                   uint32_t* arrivals, unsigned long long* published) {
+  __shared__ uint32_t top;  // the highest bin counted
+  __shared__ bool draws;
+  __shared__ unsigned long long word;
   __syncthreads();
   // Bins below this block's k-th largest (or its smallest, with fewer than k) cannot hold the
   // input's k-th largest, so they stay home: for k = 10 a block sends a bin or two.
   const BucketChoice mine = find_bucket(shared_bins, k, false);
   flush_histogram(shared_bins, bound_histogram, mine.found ? mine.bin : 0);
   __syncthreads();
+  const uint32_t quorum = (gridDim.x * TopkTuning::bound_quorum_percent + 99) / 100;
   if (threadIdx.x == 0) {
     __threadfence();
-    atomicAdd(arrivals, 1u);
-    while (*reinterpret_cast<volatile uint32_t*>(arrivals) < gridDim.x) __nanosleep(64);
+    draws = atomicAdd(arrivals, 1u) + 1 == quorum;
     __threadfence();
     top = 0;
   }
   __syncthreads();
-  const BucketChoice choice = find_bucket(bound_histogram, k, true, &top);
-  const uint32_t key = choice.found ? choice.bin << digit_shift(0) : 0u;
-  const uint64_t span = (uint64_t(top) + 1) << digit_shift(0);
-  uint32_t fine_shift = digit_shift(0) - 11;  // one bin of digit 0 in 2048 fine bins
-  while ((uint64_t(bin_count) << fine_shift) < span - key) ++fine_shift;
-  return {key, fine_shift};
+  if (draws) {
+    const BucketChoice choice = find_bucket(bound_histogram, k, true, &top);
+    const uint32_t key = choice.found ? choice.bin << digit_shift(0) : 0u;
+    const uint64_t span = (uint64_t(top) + 1) << digit_shift(0);
+    uint32_t fine_shift = digit_shift(0) - 11;  // one bin of digit 0 in 2048 fine bins
+    while ((uint64_t(bin_count) << fine_shift) < span - key) ++fine_shift;
+    // Bit 63 marks the word as written; a zero word is not yet.
+    if (threadIdx.x == 0) atomicExch(published, (1ull << 63) | (uint64_t(fine_shift) << 32) | key);
+    return {key, fine_shift};
+  }
+  if (threadIdx.x == 0) {
+    unsigned long long seen;
+    while ((seen = *reinterpret_cast<volatile unsigned long long*>(published)) == 0) __nanosleep(32);
+    word = seen;
+  }
+  __syncthreads();
+  return {uint32_t(word), uint32_t(word >> 32) & 0xFFu};
 }
 
 // Parks a tile in shared memory (where the finish works later), freeing its registers
@@ -460,7 +479,8 @@ __device__ Bound prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectS
   const uint32_t first_index = first.first, second_index = second.first;
   const Tile third = load_tile(input, block_tile(input, 2));
   const Bound bound =
-      first_tiles_bound(k, shared_bins, state->bound_histogram[parity], &state->bound_arrivals[parity]);
+      first_tiles_bound(k, shared_bins, state->bound_histogram[parity], &state->bound_arrivals[parity],
+                        &state->published_bound[parity]);
   prefilter_tile(unpark_tile(parked, first_index), input, bound, buffers, count, fine_histogram);
   prefilter_tile(unpark_tile(parked + tile_vectors, second_index), input, bound, buffers, count, fine_histogram);
   prefilter_tile(third, input, bound, buffers, count, fine_histogram);
@@ -753,6 +773,7 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
     state->bound_histogram[parity ^ 1][i] = state->fine_histogram[parity ^ 1][i] = 0;
   if (grid.thread_rank() == 0) {
     state->bound_arrivals[parity ^ 1] = state->prefilter_count[parity ^ 1] = 0;
+    state->published_bound[parity ^ 1] = 0;
     state->read_arrivals[parity ^ 1] = state->finish_plan[parity ^ 1] = plan_pending;
     state->candidate_count[0] = state->candidate_count[1] = state->winner_count = 0;
   }
