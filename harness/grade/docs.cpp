@@ -101,7 +101,8 @@ Row row_of(const LabResult& scored) {
 
 // ---- Where the records were graded
 
-// "one NVIDIA H100 80GB HBM3", "2 x NVIDIA H100 80GB HBM3": the GPUs a lab's records ran on.
+// "one NVIDIA H100 80GB HBM3", "2 x NVIDIA H100 80GB HBM3": the GPUs a lab's records ran on,
+// the first run's first (the tiers come before the steps), then any other as "some versions".
 std::string machine_of(const LabSpec& lab, const std::vector<LabResult>& runs) {
   std::vector<std::string> names;
   for (const LabResult& run : runs) {
@@ -109,7 +110,10 @@ std::string machine_of(const LabSpec& lab, const std::vector<LabResult>& runs) {
     if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   if (names.empty()) return "";
-  return (lab.min_gpus > 1 ? std::to_string(lab.min_gpus) + " x " : std::string("one ")) + joined(names, " and ");
+  const std::string count = lab.min_gpus > 1 ? std::to_string(lab.min_gpus) + " x " : std::string("one ");
+  if (names.size() == 1) return count + names.front();
+  const std::vector<std::string> others(names.begin() + 1, names.end());
+  return count + names.front() + ", some versions on " + count + joined(others, " and ");
 }
 
 struct RecordedStep {
