@@ -14,12 +14,13 @@
 //     input (they are a subset of it: always right), and publishes it in one word; the
 //     others spin on that word, none on the stragglers.
 //  2. The rest of the read copies only the values in or above that bin to a prefilter buffer,
-//     with one vote per warp and tile, one atomic when any is kept (4791 values at 10^7), and
+//     with one vote per warp and tile, one atomic when any is kept (on uniform input one
+//     top bin's share, n / 2048: about 4,900 values at 10^7), and
 //     counts each in 2048 fine bins spread from the bound to the top of the first tiles'
 //     highest bin (one atomic per kept value).
 //  3. The last block to finish the read (an arrival counter, no grid barrier) scans the fine
 //     bins for the one that holds the k-th largest. When that bin and those above it hold at
-//     most 4096 keys (about k + 2 at 10^7), it gathers them from the prefilter straight into
+//     most 4096 keys (k and a few more), it gathers them from the prefilter straight into
 //     their bins' places in descending order (a counting sort: the bins' counts give the
 //     places), sorts each bin's few keys by insertion and writes the first k; the other
 //     blocks leave. Crowded bins take a bitonic sort of all of them instead. Else, when the
@@ -403,10 +404,10 @@ __device__ void prefilter_loose_values(const int32_t* in, size_t n, const InputV
 // key (0 while the first tiles seen hold fewer than k values). The bound is drawn once the
 // first `bound_quorum` of the blocks have added their bins, by the block that completes the
 // quorum, and published in one word for all: it is right whichever blocks' bins it counts
-// (a subset of the input is a subset), and the blocks whose first tiles arrive last no
-// longer hold everyone up. All blocks are resident (a cooperative launch), so the wait ends.
+// (a subset of the input is a subset), and the blocks whose first tiles arrive last do not
+// hold everyone up. All blocks are resident (a cooperative launch), so the wait ends.
 // The fine bins span from the bound to the top of the highest bin counted, at least one bin:
-// at 10^7 uniform values, about 2.4 values to a fine bin.
+// on uniform input the bound's one bin of n / 2048 values, n / 2^22 to a fine bin.
 __device__ Bound first_tiles_bound(uint32_t k, const uint32_t* shared_bins, uint32_t* bound_histogram,
                                    uint32_t* arrivals, unsigned long long* published) {
   __shared__ uint32_t top;  // the highest bin counted
