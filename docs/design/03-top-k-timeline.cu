@@ -1,6 +1,6 @@
 // Lab 03 design record's timeline: where one topk call's microseconds go at n = 10^7, from
 // globaltimer stamps that 03-top-k-timeline.py adds to a copy of the reference (each block's
-// entry, its first tiles in, the bound agreed, its read done; the last block's plan and end,
+// entry, its sample tiles in, the bound agreed, its read done; the last block's plan and end,
 // all stamped by thread 0), beside the call and the read-only kernel timed by events with the
 // L2 flushed before each. It first checks the copy's answers against std::partial_sort on
 // inputs that take each of the finish's paths. On a GPU machine, from the repository root:
@@ -59,7 +59,7 @@ static void timeline(int k) {
   unsigned long long t0 = ~0ull;
   int blocks = 0;
   for (int i = 0; i < 1024; ++i) if (st[i][0]) { ++blocks; t0 = std::min(t0, st[i][0]); }
-  const char* names[] = {"entry", "first tiles in", "bound agreed", "read done"};
+  const char* names[] = {"entry", "sample in", "bound agreed", "read done"};
   for (int j = 0; j < 4; ++j) {
     std::vector<double> v;
     for (int i = 0; i < blocks; ++i) v.push_back((st[i][j] - t0) / 1000.0);

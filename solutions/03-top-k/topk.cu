@@ -5,19 +5,25 @@
 // memory) it finds the k-th largest value digit by digit, as a radix sort would sort, but
 // keeps only the one bucket that holds it. Beyond the README's outline it avoids every pass
 // over the input but one, and every stop that leaves the memory system idle:
-//  1. Each block loads its first two tiles (16-byte loads), histograms the top 11 bits of
-//     both in shared memory, parks them in shared memory while its third tile loads, and
-//     adds to a global histogram only the bins at or above its own k-th largest (the global
-//     k-th largest cannot lie lower). Once three quarters of the blocks have added their bins
-//     (an arrival counter), the block that completes the quorum draws the bin that holds the
-//     k-th largest of the first tiles counted, a lower bound for the k-th largest of the
-//     input (they are a subset of it: always right), and publishes it in one word; the
-//     others spin on that word, none on the stragglers.
-//  2. The rest of the read copies only the values in or above that bin to a prefilter buffer,
-//     with one vote per warp and tile, one atomic when any is kept (on uniform input one
-//     top bin's share, n / 2048: about 4,900 values at 10^7), and
-//     counts each in 2048 fine bins spread from the bound to the top of the first tiles'
-//     highest bin (one atomic per kept value).
+//  1. Each block loads its sample (16-byte loads): its first tile when k is small, its first
+//     two tiles for larger k, so that the sample's top bin still holds k values. It
+//     histograms the top 11 bits in shared memory, parks the tiles there, and adds to a
+//     global histogram only the bins at or above its own r-th largest (r a few times k over
+//     the quorum: the global k-th largest lies higher). Once a quorum of the blocks (half for
+//     the one-tile sample, three quarters for two) have added their bins (an arrival counter,
+//     an acq_rel atomic rather than a sequentially consistent fence), the block that completes
+//     it draws the bin that holds the k-th largest of the sample tiles counted, a lower bound
+//     for the k-th largest of the input (they are a subset of it: always right), and
+//     publishes it in one word; the others spin on that word while their next tiles load,
+//     none on the stragglers.
+//  2. The rest of the read keeps only the values in or above that bin (on uniform input one
+//     top bin's share, n / 2048: about 4,900 values at 10^7), with one vote per warp and tile.
+//     Each block stages its survivors in shared memory and counts them there in 2048 fine
+//     bins spread from the bound to the top of the sample's highest bin; at the end of its
+//     read it copies them to the prefilter buffer with one global atomic for its slots and
+//     adds its fine bins to the global ones. A global atomic per warp and tile with survivors,
+//     all on one counter, queues at that one address (at 2^28 that queue cost more than the
+//     gap to the read-only kernel that is left: docs/design/03-top-k.md).
 //  3. The last block to finish the read (an arrival counter, no grid barrier) scans the fine
 //     bins for the one that holds the k-th largest. When that bin and those above it hold at
 //     most 4096 keys (k and a few more), it gathers them from the prefilter straight into
@@ -36,6 +42,7 @@
 #include "topk.h"
 
 #include <cooperative_groups.h>
+#include <cuda/atomic>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
@@ -54,7 +61,10 @@ struct TopkTuning {
   static constexpr int items_per_thread = 8;         // scalar loads in flight (all-block passes)
   static constexpr int block_sort_capacity = 4096;   // larger k: cub::DeviceRadixSort
   static constexpr int shared_finish_capacity = 12288;  // prefilter sizes one block narrows alone
-  static constexpr int bound_quorum_percent = 75;      // of the blocks, whose first tiles draw the bound
+  // The bound is drawn from each block's first tile (small k) or first two tiles, once this
+  // share of the blocks have counted theirs.
+  static constexpr int narrow_sample_quorum_percent = 50;
+  static constexpr int wide_sample_quorum_percent = 75;
 };
 
 constexpr int threads = TopkTuning::threads_per_block;
@@ -68,6 +78,10 @@ static_assert(bin_count % threads == 0, "each thread scans whole groups of bins 
 constexpr size_t finish_shared_bytes =
     size_t(TopkTuning::shared_finish_capacity + TopkTuning::block_sort_capacity) * sizeof(uint32_t);
 static_assert(finish_shared_bytes >= 2 * tile_vectors * sizeof(int4), "the read parks two tiles in the same memory");
+// Each block's survivors wait in shared memory until its read ends (past this, they go
+// straight to the prefilter).
+constexpr uint32_t staging_capacity = 4096;
+constexpr size_t dynamic_shared_bytes = finish_shared_bytes + staging_capacity * sizeof(int32_t);
 
 // Keys compare as unsigned integers in the same order as the int32 values: flipping the sign
 // bit moves INT_MIN to 0 and INT_MAX to 0xFFFFFFFF.
@@ -86,9 +100,9 @@ __device__ __forceinline__ uint32_t digit_of(uint32_t key, int digit) {
 // previous call, on the same stream, is over), so no barrier is needed before the bound.
 // The rest is zeroed at the start of each call, before the first grid barrier that uses it.
 struct SelectState {
-  uint32_t bound_histogram[2][bin_count];  // digit 0 of the blocks' first tiles, top bins only
+  uint32_t bound_histogram[2][bin_count];  // digit 0 of the blocks' sample tiles, top bins only
   uint32_t fine_histogram[2][bin_count];   // the values at or above the bound, in fine bins
-  uint32_t bound_arrivals[2];              // blocks that have added their first tiles
+  uint32_t bound_arrivals[2];              // blocks that have added their sample tiles
   unsigned long long published_bound[2];   // the bound and its fine shift, once drawn (0 until then)
   uint32_t prefilter_count[2];             // values the read wanted to copy (over capacity: overflow)
   uint32_t read_arrivals[2];               // blocks done with the read
@@ -216,6 +230,14 @@ __device__ __forceinline__ uint32_t warp_append_slot(bool take, uint32_t* counte
   return base + __popc(takers & ((1u << lane) - 1));
 }
 
+// One block counts itself in after a barrier: the release publishes what the whole block wrote
+// before it, the acquire lets the block read what the blocks counted before it wrote. Returns
+// the count before. An acq_rel atomic: lighter than __threadfence's sequentially consistent
+// fence on either side.
+__device__ __forceinline__ uint32_t count_in(uint32_t* arrivals) {
+  return cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(*arrivals).fetch_add(1u, cuda::memory_order_acq_rel);
+}
+
 __device__ void zero_histogram(uint32_t* histogram) {
   for (int bin = threadIdx.x; bin < bin_count; bin += threads) histogram[bin] = 0;
 }
@@ -331,9 +353,14 @@ __device__ __forceinline__ uint32_t block_tile(const InputView& input, unsigned 
   return t < input.tiles_per_block && tile * tile_vectors < input.body_vectors ? uint32_t(tile) : ~0u;
 }
 
+// This thread's first vector of the tile (past the body when there is no tile).
+__device__ __forceinline__ uint32_t first_vector(const InputView& input, uint32_t tile) {
+  return tile != ~0u ? tile * uint32_t(tile_vectors) + threadIdx.x : input.body_vectors;
+}
+
 __device__ __forceinline__ Tile load_tile(const InputView& input, uint32_t tile) {
   Tile loaded;
-  loaded.first = tile != ~0u ? tile * uint32_t(tile_vectors) + threadIdx.x : input.body_vectors;
+  loaded.first = first_vector(input, tile);
 #pragma unroll
   for (int u = 0; u < vectors_per_thread; ++u) {
     const uint32_t i = loaded.first + u * threads;
@@ -359,11 +386,21 @@ __device__ void histogram_tile(const Tile& tile, const InputView& input, uint32_
       for (int c = 0; c < 4; ++c) atomicAdd(&histogram[digit_of(key_at(tile, u, c), 0)], 1u);
 }
 
-// Copies the tile's keys at or above the bound to the prefilter and counts them in the fine
-// bins: one vote per warp when none is (the usual case), else one atomic per warp for the
-// slots. Past capacity only the count grows.
+// The block's survivors and their fine bins, in shared memory until its read ends: one
+// global atomic per block for the prefilter's slots instead of one per warp and tile.
+struct Stage {
+  uint32_t* count;            // survivors staged (past staging_capacity, the rest went straight out)
+  int32_t* values;            // staging_capacity of them
+  uint32_t* fine_bins;        // bin_count
+  uint32_t* prefilter_count;  // the global count
+};
+
+// Stages the tile's keys at or above the bound and counts them in the block's fine bins: one
+// vote per warp when none is (the usual case), else one shared atomic per warp for the slots.
+// Keys past the stage's capacity go straight to the prefilter; past its capacity only the
+// count grows.
 __device__ void prefilter_tile(const Tile& tile, const InputView& input, const Bound& bound, const Buffers& buffers,
-                               uint32_t* count, uint32_t* fine_histogram) {
+                               const Stage& stage) {
   uint32_t keep = 0;  // bit 4u + c: component c of vector u
 #pragma unroll
   for (int u = 0; u < vectors_per_thread; ++u)
@@ -371,17 +408,39 @@ __device__ void prefilter_tile(const Tile& tile, const InputView& input, const B
     for (int c = 0; c < 4; ++c)
       if (holds(tile, u, input) && key_at(tile, u, c) >= bound.key) keep |= 1u << (4 * u + c);
   if (!__any_sync(0xFFFFFFFFu, keep != 0)) return;
-  uint32_t slot = warp_reserve(__popc(keep), count);
+  const uint32_t wanted = __popc(keep);
+  uint32_t slot = warp_reserve(wanted, stage.count);
+  const uint32_t fits = slot >= staging_capacity ? 0 : min(wanted, staging_capacity - slot);
+  uint32_t direct = 0;
+  if (__any_sync(0xFFFFFFFFu, fits < wanted)) direct = warp_reserve(wanted - fits, stage.prefilter_count);
 #pragma unroll
   for (int u = 0; u < vectors_per_thread; ++u)
 #pragma unroll
     for (int c = 0; c < 4; ++c)
       if (keep & (1u << (4 * u + c))) {
         const uint32_t key = key_at(tile, u, c);
-        atomicAdd(&fine_histogram[fine_bin(key, bound)], 1u);
-        if (slot < buffers.capacity) buffers.prefiltered[slot] = to_value(key);
+        atomicAdd(&stage.fine_bins[fine_bin(key, bound)], 1u);
+        if (slot < staging_capacity) {
+          stage.values[slot] = to_value(key);
+        } else {
+          if (direct < buffers.capacity) buffers.prefiltered[direct] = to_value(key);
+          ++direct;
+        }
         ++slot;
       }
+}
+
+// The end of the block's read: its staged survivors to the prefilter (one atomic for the
+// block), its fine bins to the shared ones.
+__device__ void flush_stage(const Stage& stage, const Buffers& buffers, uint32_t* fine_histogram) {
+  __shared__ uint32_t base;
+  __syncthreads();
+  const uint32_t staged = min(*stage.count, staging_capacity);
+  if (threadIdx.x == 0 && staged != 0) base = atomicAdd(stage.prefilter_count, staged);
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < staged; i += threads)
+    if (base + i < buffers.capacity) buffers.prefiltered[base + i] = stage.values[i];
+  flush_histogram(stage.fine_bins, fine_histogram);
 }
 
 // The values outside the body (at most 3 + 3), by the first warp of block 0.
@@ -399,44 +458,66 @@ __device__ void prefilter_loose_values(const int32_t* in, size_t n, const InputV
   if (slot < buffers.capacity) buffers.prefiltered[slot] = value;
 }
 
-// Step 1 of the file comment: the block has histogrammed its first tiles into shared_bins; it
-// adds their top bins to the shared histogram and returns the lower bound on the k-th largest
-// key (0 while the first tiles seen hold fewer than k values). The bound is drawn once the
-// first `bound_quorum` of the blocks have added their bins, by the block that completes the
-// quorum, and published in one word for all: it is right whichever blocks' bins it counts
-// (a subset of the input is a subset), and the blocks whose first tiles arrive last do not
-// hold everyone up. All blocks are resident (a cooperative launch), so the wait ends.
-// The fine bins span from the bound to the top of the highest bin counted, at least one bin:
-// on uniform input the bound's one bin of n / 2048 values, n / 2^22 to a fine bin.
-__device__ Bound first_tiles_bound(uint32_t k, const uint32_t* shared_bins, uint32_t* bound_histogram,
-                                   uint32_t* arrivals, unsigned long long* published) {
-  __shared__ uint32_t top;  // the highest bin counted
+// Step 1 of the file comment. The bound is right whichever blocks' sample tiles it counts (a
+// subset of the input is a subset), so it is drawn once a quorum of the blocks have counted
+// theirs, by the block that completes the quorum, and published in one word for all: the
+// blocks whose tiles arrive last do not hold everyone up. All blocks are resident (a
+// cooperative launch), so the wait ends. The fine bins span from the bound to the top of the
+// highest bin counted, at least one bin: on uniform input the bound's one bin of n / 2048
+// values, n / 2^22 to a fine bin.
+struct Sample {
+  bool wide;        // the first two tiles, not the first alone
+  uint32_t quorum;  // blocks whose sample tiles draw the bound
+};
+
+// One tile per block counted at the quorum puts about quorum * tile_values / bin_count
+// values in each bin; while k is a quarter of that or less, the k-th largest of the sample
+// lies in the top bin (a bound one bin wide) and the bound comes sooner. Larger k take two
+// tiles and a larger quorum, so that the top bin still holds k.
+__device__ Sample sample_for(uint32_t k) {
+  constexpr uint32_t tile_values = tile_vectors * 4;
+  const uint32_t narrow_quorum = (gridDim.x * TopkTuning::narrow_sample_quorum_percent + 99) / 100;
+  if (uint64_t(4) * k * bin_count <= uint64_t(narrow_quorum) * tile_values) return {false, narrow_quorum};
+  return {true, (gridDim.x * TopkTuning::wide_sample_quorum_percent + 99) / 100};
+}
+
+// Adds the block's sample bins to the shared histogram and counts the block in; true when its
+// arrival completes the quorum (it then draws the bound). A block sends only its bins at or
+// above its own r-th largest key, r = 4k / quorum plus a margin: the quorum's k-th largest
+// lies far above that wherever the blocks' data look alike, and where they do not, a
+// histogram short of some bins only draws a lower bound (still right). At k = 1000 that is a
+// dozen bins a block instead of a hundred, which would queue at the same addresses.
+__device__ bool add_sample(uint32_t k, uint32_t quorum, const uint32_t* shared_bins, uint32_t* bound_histogram,
+                           uint32_t* arrivals) {
   __shared__ bool draws;
-  __shared__ unsigned long long word;
   __syncthreads();
-  // Bins below this block's k-th largest (or its smallest, with fewer than k) cannot hold the
-  // input's k-th largest, so they stay home: for k = 10 a block sends a bin or two.
-  const BucketChoice mine = find_bucket(shared_bins, k, false);
+  const uint32_t sent_rank = min(k, (4 * k + quorum - 1) / quorum + 32);
+  const BucketChoice mine = find_bucket(shared_bins, sent_rank, false);
   flush_histogram(shared_bins, bound_histogram, mine.found ? mine.bin : 0);
   __syncthreads();
-  const uint32_t quorum = (gridDim.x * TopkTuning::bound_quorum_percent + 99) / 100;
-  if (threadIdx.x == 0) {
-    __threadfence();
-    draws = atomicAdd(arrivals, 1u) + 1 == quorum;
-    __threadfence();
-    top = 0;
-  }
+  if (threadIdx.x == 0) draws = count_in(arrivals) + 1 == quorum;
   __syncthreads();
-  if (draws) {
-    const BucketChoice choice = find_bucket(bound_histogram, k, true, &top);
-    const uint32_t key = choice.found ? choice.bin << digit_shift(0) : 0u;
-    const uint64_t span = (uint64_t(top) + 1) << digit_shift(0);
-    uint32_t fine_shift = digit_shift(0) - 11;  // one bin of digit 0 in 2048 fine bins
-    while ((uint64_t(bin_count) << fine_shift) < span - key) ++fine_shift;
-    // Bit 63 marks the word as written; a zero word is not yet.
-    if (threadIdx.x == 0) atomicExch(published, (1ull << 63) | (uint64_t(fine_shift) << 32) | key);
-    return {key, fine_shift};
-  }
+  return draws;
+}
+
+// The drawer: the bound and its fine shift from the histogram, published in one 64-bit word
+// (bit 63 marks it written; a zero word is not yet).
+__device__ Bound draw_bound(uint32_t k, const uint32_t* bound_histogram, unsigned long long* published) {
+  __shared__ uint32_t top;  // the highest bin counted
+  if (threadIdx.x == 0) top = 0;
+  __syncthreads();
+  const BucketChoice choice = find_bucket(bound_histogram, k, true, &top);
+  const uint32_t key = choice.found ? choice.bin << digit_shift(0) : 0u;
+  const uint64_t span = (uint64_t(top) + 1) << digit_shift(0);
+  uint32_t fine_shift = digit_shift(0) - 11;  // one bin of digit 0 in 2048 fine bins
+  while ((uint64_t(bin_count) << fine_shift) < span - key) ++fine_shift;
+  if (threadIdx.x == 0) atomicExch(published, (1ull << 63) | (uint64_t(fine_shift) << 32) | key);
+  return {key, fine_shift};
+}
+
+// Everyone else spins on the published word.
+__device__ Bound await_bound(unsigned long long* published) {
+  __shared__ unsigned long long word;
   if (threadIdx.x == 0) {
     unsigned long long seen;
     while ((seen = *reinterpret_cast<volatile unsigned long long*>(published)) == 0) __nanosleep(32);
@@ -461,41 +542,54 @@ __device__ __forceinline__ Tile unpark_tile(const int4* parked, uint32_t first) 
   return tile;
 }
 
-// Steps 1 and 2: the one read of the input. The first two tiles make the bound's histogram
-// and wait in shared memory while the third is loading, so the memory system stays busy
-// while the blocks agree on the bound (a fourth would not fit the registers: spills).
+// Steps 1 and 2: the one read of the input. The sample tiles make the bound's histogram; the
+// block's first three tiles then wait, two in shared memory and one in registers, while the
+// blocks agree on the bound. No load of this block is in flight when it counts itself in: the
+// atomic's release would wait for them. (A fourth tile held during the wait, in registers or
+// by cp.async, delays the tiles the bound waits for: docs/design/03-top-k.md.)
 __device__ Bound prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectState* state, unsigned parity,
-                                const Buffers& buffers, uint32_t* shared_bins, int4* parked) {
+                                const Buffers& buffers, uint32_t* shared_bins, int4* parked, int32_t* staged_values) {
   const InputView input = split_input(in, n);
   uint32_t* count = &state->prefilter_count[parity];
   uint32_t* fine_histogram = state->fine_histogram[parity];
+  const Sample sample = sample_for(k);
   zero_histogram(shared_bins);
   const Tile first = load_tile(input, block_tile(input, 0));
-  const Tile second = load_tile(input, block_tile(input, 1));
+  const Tile early_second = load_tile(input, sample.wide ? block_tile(input, 1) : ~0u);  // none for a narrow sample
   __syncthreads();
   histogram_tile(first, input, shared_bins);
-  histogram_tile(second, input, shared_bins);
+  histogram_tile(early_second, input, shared_bins);
   park_tile(first, parked);
-  park_tile(second, parked + tile_vectors);
-  const uint32_t first_index = first.first, second_index = second.first;
+  if (sample.wide) park_tile(early_second, parked + tile_vectors);
+  const bool draws =
+      add_sample(k, sample.quorum, shared_bins, state->bound_histogram[parity], &state->bound_arrivals[parity]);
+  Bound bound{};
+  if (draws) bound = draw_bound(k, state->bound_histogram[parity], &state->published_bound[parity]);
+  const Tile late_second = load_tile(input, sample.wide ? ~0u : block_tile(input, 1));
   const Tile third = load_tile(input, block_tile(input, 2));
-  const Bound bound =
-      first_tiles_bound(k, shared_bins, state->bound_histogram[parity], &state->bound_arrivals[parity],
-                        &state->published_bound[parity]);
-  prefilter_tile(unpark_tile(parked, first_index), input, bound, buffers, count, fine_histogram);
-  prefilter_tile(unpark_tile(parked + tile_vectors, second_index), input, bound, buffers, count, fine_histogram);
-  prefilter_tile(third, input, bound, buffers, count, fine_histogram);
+  if (!sample.wide) park_tile(late_second, parked + tile_vectors);
+  if (!draws) bound = await_bound(&state->published_bound[parity]);
+
+  __shared__ uint32_t staged_count;
+  const Stage stage{&staged_count, staged_values, shared_bins, count};
+  zero_histogram(shared_bins);  // the sample is counted: from here on the block's fine bins
+  if (threadIdx.x == 0) staged_count = 0;
+  __syncthreads();
+  prefilter_tile(unpark_tile(parked, first_vector(input, block_tile(input, 0))), input, bound, buffers, stage);
+  prefilter_tile(unpark_tile(parked + tile_vectors, first_vector(input, block_tile(input, 1))), input, bound, buffers,
+                 stage);
+  prefilter_tile(third, input, bound, buffers, stage);
   // Two tiles per step: 64 KiB in flight per block. The loop bound is the same for the whole
   // block (warp votes inside).
   unsigned t = 3;
   for (; block_tile(input, t + 1) != ~0u; t += 2) {
     const Tile a = load_tile(input, block_tile(input, t));
     const Tile b = load_tile(input, block_tile(input, t + 1));
-    prefilter_tile(a, input, bound, buffers, count, fine_histogram);
-    prefilter_tile(b, input, bound, buffers, count, fine_histogram);
+    prefilter_tile(a, input, bound, buffers, stage);
+    prefilter_tile(b, input, bound, buffers, stage);
   }
-  if (block_tile(input, t) != ~0u)
-    prefilter_tile(load_tile(input, block_tile(input, t)), input, bound, buffers, count, fine_histogram);
+  if (block_tile(input, t) != ~0u) prefilter_tile(load_tile(input, block_tile(input, t)), input, bound, buffers, stage);
+  flush_stage(stage, buffers, fine_histogram);
   prefilter_loose_values(in, n, input, bound, buffers, count, fine_histogram);
   return bound;
 }
@@ -669,11 +763,7 @@ __device__ Finish plan_finish(SelectState* state, unsigned parity, uint32_t k, u
   __shared__ uint32_t count;
   __shared__ FinishPlan published_plan;
   __syncthreads();  // every thread's copies to the prefilter are issued
-  if (threadIdx.x == 0) {
-    __threadfence();
-    last = atomicAdd(&state->read_arrivals[parity], 1u) + 1 == gridDim.x;
-    __threadfence();
-  }
+  if (threadIdx.x == 0) last = count_in(&state->read_arrivals[parity]) + 1 == gridDim.x;
   __syncthreads();
   volatile uint32_t* published = &state->finish_plan[parity];
   if (last) {
@@ -762,7 +852,9 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
     radix_select_kernel(const int32_t* in, size_t n, uint32_t k, unsigned parity, SelectState* state, Buffers buffers,
                         int32_t* out, bool sort_in_block) {
   __shared__ uint32_t histogram[bin_count];
-  extern __shared__ uint32_t finish_keys[];  // finish_shared_bytes: prefilter keys, then results
+  // dynamic_shared_bytes: the prefilter's keys, then the results (the finish); the read parks
+  // tiles over both and stages its survivors after them.
+  extern __shared__ uint32_t finish_keys[];
   int32_t* results = reinterpret_cast<int32_t*>(finish_keys + TopkTuning::shared_finish_capacity);
   const cg::grid_group grid = cg::this_grid();
 
@@ -780,7 +872,8 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
   }
 
   const Bound bound =
-      prefilter_pass(in, n, k, state, parity, buffers, histogram, reinterpret_cast<int4*>(finish_keys));
+      prefilter_pass(in, n, k, state, parity, buffers, histogram, reinterpret_cast<int4*>(finish_keys),
+                     reinterpret_cast<int32_t*>(finish_keys) + finish_shared_bytes / sizeof(uint32_t));
   const Finish finish = plan_finish(state, parity, k, buffers.capacity, sort_in_block, histogram);
   if (finish.plan == plan_fine_bins)
     finish_from_fine_bins(buffers.prefiltered, finish.prefilter_count, k, bound, finish.fine.bin,
@@ -845,11 +938,11 @@ char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
   DeviceScratch& mine = scratch[device];
   if (mine.grid == 0) {
     if (cudaFuncSetAttribute(radix_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(finish_shared_bytes)) != cudaSuccess)
+                             int(dynamic_shared_bytes)) != cudaSuccess)
       return nullptr;
     int sm_count = 0, per_sm = 0;
     cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, radix_select_kernel, threads, finish_shared_bytes);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, radix_select_kernel, threads, dynamic_shared_bytes);
     mine.grid = unsigned(sm_count * (per_sm > 0 ? per_sm : 1));
   }
   record = &mine;
@@ -888,7 +981,7 @@ extern "C" void topk(const int32_t* d_in, size_t n, int k, int32_t* d_out, cudaS
   bool sort_in_block = k <= TopkTuning::block_sort_capacity;
   void* args[] = {&d_in, &n, &k32, &parity, &state, &buffers, &d_out, &sort_in_block};
   if (cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(radix_select_kernel), dim3(scratch->grid),
-                                  dim3(threads), args, finish_shared_bytes, stream) != cudaSuccess)
+                                  dim3(threads), args, dynamic_shared_bytes, stream) != cudaSuccess)
     return;
   ++scratch->calls;  // the kernel zeroes the other copy of the bound's state for the next call
   if (!sort_in_block) {
