@@ -485,8 +485,9 @@ __device__ Sample sample_for(uint32_t k) {
 // arrival completes the quorum (it then draws the bound). A block sends only its bins at or
 // above its own r-th largest key, r = 4k / quorum plus a margin: the quorum's k-th largest
 // lies far above that wherever the blocks' data look alike, and where they do not, a
-// histogram short of some bins only draws a lower bound (still right). At k = 1000 that is a
-// dozen bins a block instead of a hundred, which would queue at the same addresses.
+// histogram short of some bins only draws a lower bound (still right). At large k that is a
+// small share of the bins above the block's own k-th largest, which would all queue at the
+// same addresses.
 __device__ bool add_sample(uint32_t k, uint32_t quorum, const uint32_t* shared_bins, uint32_t* bound_histogram,
                            uint32_t* arrivals) {
   __shared__ bool draws;
