@@ -1,4 +1,4 @@
-// Lab 03 design record's timeline: where one topk call's microseconds go at n = 10^7, from
+// Lab 03 design record's timeline: where one topk call's microseconds go at n = 10^7 and 2^28, from
 // globaltimer stamps that 03-top-k-timeline.py adds to a copy of the reference (each block's
 // entry, its sample tiles in, the bound agreed, its read done; the last block's plan and end,
 // all stamped by thread 0), beside the call and the read-only kernel timed by events with the
@@ -33,8 +33,7 @@ static void check(const char* name, std::vector<int32_t> h, int k) {
   printf("check %-28s n=%zu k=%d %s\n", name, n, k, ok ? "ok" : "WRONG");
   cudaFree(d_in); cudaFree(d_out);
 }
-static void timeline(int k) {
-  const size_t n = 10000000;
+static void timeline(int k, size_t n = 10000000) {
   std::vector<int32_t> h(n);
   std::mt19937 rng(7);
   for (auto& v : h) v = int32_t(rng());
@@ -55,7 +54,7 @@ static void timeline(int k) {
     cudaEventElapsedTime(&ms, a, b); tf.push_back(ms * 1000);
   }
   std::sort(tk.begin(), tk.end()); std::sort(tf.begin(), tf.end());
-  printf("k=%d call median %.1f us, floor median %.1f us\n", k, tk[20], tf[20]);
+  printf("n=%zu k=%d call median %.1f us, floor median %.1f us\n", n, k, tk[20], tf[20]);
   unsigned long long t0 = ~0ull;
   int blocks = 0;
   for (int i = 0; i < 1024; ++i) if (st[i][0]) { ++blocks; t0 = std::min(t0, st[i][0]); }
@@ -83,6 +82,7 @@ int main() {
   check("few distinct 0..99", make(10000000, [&](size_t) { return int32_t(rng() % 100); }), 10);
   check("few distinct 0..99", make(1000000, [&](size_t) { return int32_t(rng() % 100); }), 1024);
   check("ascending", make(10000000, [&](size_t i) { return int32_t(i) - 5000000; }), 48);
+  check("ascending", make(10000000, [&](size_t i) { return int32_t(i) - 5000000; }), 1000);
   check("descending", make(1000000, [&](size_t i) { return -int32_t(i); }), 10);
   check("all equal", make(1000000, [&](size_t) { return 7; }), 10);
   check("narrow range (crowded bins)", make(10000000, [&](size_t) { return int32_t(rng() % 3000); }), 1000);
@@ -92,6 +92,8 @@ int main() {
   timeline(10);
   timeline(1000);
   timeline(10);
+  timeline(10, size_t(1) << 28);
+  timeline(1000, size_t(1) << 28);
   printf("failures: %d\n", failures);
   return failures != 0;
 }
