@@ -8,11 +8,12 @@
 //     SM, tiles of 512 x 4 16-byte vectors) beside the kit's read-only kernel, at n = 10^7 and
 //     2^28: each block reading a run of whole tiles, as the reference does, or tiles dealt
 //     round the grid, with 1-3 tiles in flight a step.
-// On a GPU machine, from the repository root:
+// The timing is 03-top-k-call-timing.cuh's. On a GPU machine, from the repository root:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Ilabs/03-top-k -Iharness/include -o /tmp/floors docs/design/03-top-k-floors.cu
 //   /tmp/floors
 #include "../../solutions/03-top-k/topk.cu"
 #include <labkit/read_only.cuh>
+#include "03-top-k-call-timing.cuh"
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -64,34 +65,18 @@ __global__ void __launch_bounds__(read_threads, 2) dealt_kernel(const int4* in, 
   }
   if (acc == 0x7fffffffu) *sink = acc;
 }
-// About `ns` nanoseconds at the H100's and H200's SM clocks; its own time is subtracted.
-__global__ void spin_kernel(long long ns) { long long t0 = clock64(); while (clock64() - t0 < ns * 2) {} }
-template <class F> float median_us(F f, char* flush, bool spin) {
-  cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
-  std::vector<float> v;
-  for (int r = 0; r < 41; ++r) {
-    cudaMemsetAsync(flush, r, 256 << 20); cudaDeviceSynchronize();
-    cudaEventRecord(a);
-    if (spin) spin_kernel<<<1, 1>>>(50000);
-    f();
-    cudaEventRecord(b); cudaEventSynchronize(b);
-    float ms; cudaEventElapsedTime(&ms, a, b); v.push_back(ms * 1000);
-  }
-  std::sort(v.begin(), v.end()); return v[20];
-}
-__global__ void __launch_bounds__(512, 2) empty_kernel(int* p) { if (p && threadIdx.x == 9999) *p = 1; }
 struct Case {
   const char* name;
   std::function<void()> call;
 };
-static void time_cases(const char* prefix, const std::vector<Case>& cases, char* flush, float spin) {
+static void time_cases(const char* prefix, const std::vector<Case>& cases, CallTimer& timer) {
   for (int round = 0; round < 2; ++round)
     for (auto& c : cases) {
-      const float alone = median_us(c.call, flush, false), hidden = median_us(c.call, flush, true) - spin;
+      const float alone = timer.alone_us(c.call), hidden = timer.hidden_us(c.call);
       printf("%s %-30s call %7.1f us, host latency hidden %7.1f us\n", prefix, c.name, alone, hidden);
     }
 }
-static void launch_part(char* flush, uint32_t* sink, float spin, int sms) {
+static void launch_part(CallTimer& timer, uint32_t* sink, int sms) {
   const size_t n = 10000000;
   std::vector<int32_t> h(n);
   std::mt19937 rng(7);
@@ -99,23 +84,21 @@ static void launch_part(char* flush, uint32_t* sink, float spin, int sms) {
   int32_t *d_in, *d_out;
   cudaMalloc(&d_in, n * 4); cudaMalloc(&d_out, 8192 * 4);
   cudaMemcpy(d_in, h.data(), n * 4, cudaMemcpyHostToDevice);
-  cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 80 << 10);
-  int* null = nullptr;
-  void* args[] = {&null};
+  launch_empty_cooperative(sms);  // sets the kernel's shared memory for the plain launch too
   time_cases("launch", {
       {"empty, plain launch", [&] { empty_kernel<<<2 * sms, 512, 80 << 10>>>(nullptr); }},
-      {"empty, cooperative launch",
-       [&] { cudaLaunchCooperativeKernel((void*)empty_kernel, dim3(2 * sms), dim3(512), args, 80 << 10, 0); }},
+      {"empty, cooperative launch", [&] { launch_empty_cooperative(sms); }},
       {"read-only kernel", [&] { labkit::read_only(d_in, n * 4, sink, sms, 0); }},
       {"topk k=10", [&] { topk(d_in, n, 10, d_out, 0); }},
-      {"topk k=1000", [&] { topk(d_in, n, 1000, d_out, 0); }}}, flush, spin);
+      {"topk k=1000", [&] { topk(d_in, n, 1000, d_out, 0); }}}, timer);
   cudaFree(d_in); cudaFree(d_out);
 }
 int main() {
   int sms; cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-  char* flush; uint32_t* sink; cudaMalloc(&flush, 256 << 20); cudaMalloc(&sink, 4);
-  const float spin = median_us([] {}, flush, true);
-  launch_part(flush, sink, spin, sms);
+  uint32_t* sink;
+  cudaMalloc(&sink, 4);
+  CallTimer timer;
+  launch_part(timer, sink, sms);
   for (size_t n : {size_t(10000000), size_t(1) << 28}) {
     int4* in; cudaMalloc(&in, n * 4); cudaMemset(in, 1, n * 4);
     const unsigned count = unsigned(n / 4);
@@ -128,7 +111,7 @@ int main() {
         {"runs of tiles, 1 a step", [&] { runs_kernel<1><<<grid, read_threads>>>(in, count, sink); }},
         {"runs of tiles, 3 a step", [&] { runs_kernel<3><<<grid, read_threads>>>(in, count, sink); }},
         {"tiles dealt, 2 a step", [&] { dealt_kernel<2><<<grid, read_threads>>>(in, count, sink); }},
-        {"tiles dealt, 1 a step", [&] { dealt_kernel<1><<<grid, read_threads>>>(in, count, sink); }}}, flush, spin);
+        {"tiles dealt, 1 a step", [&] { dealt_kernel<1><<<grid, read_threads>>>(in, count, sink); }}}, timer);
     cudaFree(in);
   }
   printf("errors: %s\n", cudaGetErrorString(cudaGetLastError()));
