@@ -1,12 +1,14 @@
 // Lab 03 design record's tools: a call timed as the timeline times one (events, the L2
 // flushed by a 256 MiB memset before each, median of 41), alone and behind a 50 us spin
-// kernel that hides the host's launch latency (less the spin kernel's own time); and an empty
-// kernel of the reference's launch shape.
+// kernel that hides the host's launch latency (less the spin kernel's own time); an empty
+// kernel of the reference's launch shape; and the timeline's input.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <random>
 #include <vector>
 
 // About `ns` nanoseconds at the H100's and H200's SM clocks; its own time is subtracted.
@@ -67,4 +69,15 @@ inline void launch_empty_cooperative(int sm_count) {
   int* none = nullptr;
   void* args[] = {&none};
   cudaLaunchCooperativeKernel((void*)empty_kernel, dim3(2 * sm_count), dim3(512), args, 80 << 10, 0);
+}
+
+// n values from the timeline's generator (mt19937, seed 7) in `host`, copied to the device.
+inline int32_t* timeline_input(size_t n, std::vector<int32_t>& host) {
+  host.resize(n);
+  std::mt19937 rng(7);
+  for (auto& x : host) x = int32_t(rng());
+  int32_t* device = nullptr;
+  cudaMalloc(&device, n * sizeof(int32_t));
+  cudaMemcpy(device, host.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice);
+  return device;
 }

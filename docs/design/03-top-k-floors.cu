@@ -78,12 +78,10 @@ static void time_cases(const char* prefix, const std::vector<Case>& cases, CallT
 }
 static void launch_part(CallTimer& timer, uint32_t* sink, int sms) {
   const size_t n = 10000000;
-  std::vector<int32_t> h(n);
-  std::mt19937 rng(7);
-  for (auto& x : h) x = int32_t(rng());
-  int32_t *d_in, *d_out;
-  cudaMalloc(&d_in, n * 4); cudaMalloc(&d_out, 8192 * 4);
-  cudaMemcpy(d_in, h.data(), n * 4, cudaMemcpyHostToDevice);
+  std::vector<int32_t> h;
+  int32_t* d_in = timeline_input(n, h);
+  int32_t* d_out;
+  cudaMalloc(&d_out, 8192 * 4);
   launch_empty_cooperative(sms);  // sets the kernel's shared memory for the plain launch too
   time_cases("launch", {
       {"empty, plain launch", [&] { empty_kernel<<<2 * sms, 512, 80 << 10>>>(nullptr); }},

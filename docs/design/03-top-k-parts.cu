@@ -45,12 +45,10 @@ int main() {
   };
 
   const size_t n = 10000000;
-  std::vector<int32_t> h(n);
-  std::mt19937 rng(7);
-  for (auto& x : h) x = int32_t(rng());
-  int32_t *d_in, *d_out;
-  cudaMalloc(&d_in, n * 4); cudaMalloc(&d_out, 8192 * 4);
-  cudaMemcpy(d_in, h.data(), n * 4, cudaMemcpyHostToDevice);
+  std::vector<int32_t> h;
+  int32_t* d_in = timeline_input(n, h);
+  int32_t* d_out;
+  cudaMalloc(&d_out, 8192 * 4);
   std::vector<int32_t> expected = h;
   std::partial_sort(expected.begin(), expected.begin() + 1000, expected.end(), std::greater<int32_t>());
 
