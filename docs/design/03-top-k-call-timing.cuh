@@ -59,13 +59,14 @@ class CallTimer {
   float spin_us_ = 0;
 };
 
+// The reference's dynamic shared memory, which the empty kernel launches with: once, before
+// either launch below.
+inline void allow_empty_kernel_shared_memory() {
+  cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 80 << 10);
+}
+
 // The empty kernel by a cooperative launch, with the reference's grid and shared memory.
 inline void launch_empty_cooperative(int sm_count) {
-  static bool configured = false;
-  if (!configured) {
-    cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 80 << 10);
-    configured = true;
-  }
   int* none = nullptr;
   void* args[] = {&none};
   cudaLaunchCooperativeKernel((void*)empty_kernel, dim3(2 * sm_count), dim3(512), args, 80 << 10, 0);

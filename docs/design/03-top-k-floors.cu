@@ -82,7 +82,7 @@ static void launch_part(CallTimer& timer, uint32_t* sink, int sms) {
   int32_t* d_in = timeline_input(n, h);
   int32_t* d_out;
   cudaMalloc(&d_out, 8192 * 4);
-  launch_empty_cooperative(sms);  // sets the kernel's shared memory for the plain launch too
+  allow_empty_kernel_shared_memory();
   time_cases("launch", {
       {"empty, plain launch", [&] { empty_kernel<<<2 * sms, 512, 80 << 10>>>(nullptr); }},
       {"empty, cooperative launch", [&] { launch_empty_cooperative(sms); }},
