@@ -52,7 +52,7 @@ __device__ __noinline__ Bound read_with_bound_given(const int32_t* in, size_t n,
   __shared__ uint32_t staged_count;
   extern __shared__ uint32_t finish_keys[];
   int32_t* staged_values = reinterpret_cast<int32_t*>(finish_keys) + finish_shared_bytes / sizeof(uint32_t);
-  const Stage stage{&staged_count, staged_values, shared_bins, count};
+  const Stage stage{&staged_count, staged_values, shared_bins, count, reinterpret_cast<int32_t*>(finish_keys)};
   zero_histogram(shared_bins);
   if (threadIdx.x == 0) staged_count = 0;
   __syncthreads();
@@ -66,7 +66,7 @@ __device__ __noinline__ Bound read_with_bound_given(const int32_t* in, size_t n,
     prefilter_tile(b, input, bound, buffers, stage);
   }
   if (block_tile(input, t) != ~0u) prefilter_tile(load_tile(input, block_tile(input, t)), input, bound, buffers, stage);
-  flush_stage(stage, buffers, state->fine_histogram[parity]);
+  flush_stage(stage, bound, k, buffers, state->fine_histogram[parity]);
   prefilter_loose_values(in, n, input, bound, buffers, count, state->fine_histogram[parity]);
   return bound;
 }

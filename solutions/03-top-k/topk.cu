@@ -21,15 +21,19 @@
 //     Each block stages its survivors in shared memory and counts them there in 2048 fine
 //     bins spread from the bound to the top of the sample's highest bin; at the end of its
 //     read it copies them to the prefilter buffer with one global atomic for its slots and
-//     adds its fine bins to the global ones. A global atomic per warp and tile with survivors,
+//     adds its fine bins to the global ones. A block with many survivors (large n) first drops
+//     those below its own k-th largest and below the k-th largest of what the blocks before it
+//     sent, both lower bounds for the input's: the last block then gathers from thousands of
+//     values, not n / 2048. A global atomic per warp and tile with survivors,
 //     all on one counter, queues at that one address (at 2^28 that queue cost more than the
 //     gap to the read-only kernel that is left: docs/design/03-top-k.md).
 //  3. The last block to finish the read (an arrival counter, no grid barrier) scans the fine
 //     bins for the one that holds the k-th largest. When that bin and those above it hold at
 //     most 4096 keys (k and a few more), it gathers them from the prefilter straight into
 //     their bins' places in descending order (a counting sort: the bins' counts give the
-//     places), sorts each bin's few keys by insertion and writes the first k; the other
-//     blocks leave. Crowded bins take a bitonic sort of all of them instead. Else, when the
+//     places), sorts each bin's few keys by insertion (a warp each for bins of up to 128
+//     keys) and writes the first k; the other blocks leave. More crowded bins take a bitonic
+//     sort of all of them instead. Else, when the
 //     prefilter fits shared memory, it narrows the prefilter through the three digits (11,
 //     11, 10 bits) by shared-memory histograms. Otherwise (k > 4096; ties that overflow the
 //     buffer) it calls every block to all-block passes over the prefilter, or over the input
@@ -65,6 +69,10 @@ struct TopkTuning {
   // share of the blocks have counted theirs.
   static constexpr int narrow_sample_quorum_percent = 50;
   static constexpr int wide_sample_quorum_percent = 75;
+  // A block with this many survivors or more sends only those that can still be in the top k
+  // (about 500 a block at 2^28 on uniform input, 19 at 10^7, where the two scans that decide it
+  // would only add to the last block's time).
+  static constexpr uint32_t survivors_worth_cutting = 64;
 };
 
 constexpr int threads = TopkTuning::threads_per_block;
@@ -393,6 +401,7 @@ struct Stage {
   int32_t* values;            // staging_capacity of them
   uint32_t* fine_bins;        // bin_count
   uint32_t* prefilter_count;  // the global count
+  int32_t* sending;           // staging_capacity: the survivors a block sends when it cuts them
 };
 
 // Stages the tile's keys at or above the bound and counts them in the block's fine bins: one
@@ -430,17 +439,54 @@ __device__ void prefilter_tile(const Tile& tile, const InputView& input, const B
       }
 }
 
-// The end of the block's read: its staged survivors to the prefilter (one atomic for the
-// block), its fine bins to the shared ones.
-__device__ void flush_stage(const Stage& stage, const Buffers& buffers, uint32_t* fine_histogram) {
+// The fine bin below which none of the block's staged survivors can be in the top k, by two
+// lower bounds on the input's k-th largest: the block's own k-th largest, and the k-th largest
+// of what the blocks before it have sent (a subset of the input: the shared fine bins count it,
+// whatever part of it has landed). 0 sends them all: few survivors, or some that went straight
+// to the prefilter (they are counted in every fine bin). Block-wide.
+__device__ uint32_t lowest_bin_to_send(const Stage& stage, uint32_t k, const uint32_t* fine_histogram) {
+  const uint32_t survivors = *stage.count;
+  if (survivors < TopkTuning::survivors_worth_cutting || survivors > staging_capacity) return 0;
+  const uint32_t own = find_bucket(stage.fine_bins, k, false).bin;  // bin 0 when the block has fewer than k
+  const uint32_t sent_before = find_bucket(fine_histogram, k, true).bin;
+  return max(own, sent_before);
+}
+
+// Copies the staged survivors at or above lowest_key to stage.sending; returns how many.
+__device__ uint32_t compact_stage(const Stage& stage, uint32_t lowest_key) {
+  __shared__ uint32_t sent;
+  if (threadIdx.x == 0) sent = 0;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32;
+  for (uint32_t warp_base = threadIdx.x - lane; warp_base < *stage.count; warp_base += threads) {
+    const uint32_t i = warp_base + lane;
+    const int32_t value = i < *stage.count ? stage.values[i] : 0;
+    const bool send = i < *stage.count && to_key(value) >= lowest_key;
+    const uint32_t slot = warp_append_slot(send, &sent);
+    if (send) stage.sending[slot] = value;
+  }
+  __syncthreads();
+  return sent;
+}
+
+// The end of the block's read: its survivors to the prefilter (one atomic for the block), its
+// fine bins to the shared ones, both from lowest_bin_to_send up.
+__device__ void flush_stage(const Stage& stage, const Bound& bound, uint32_t k, const Buffers& buffers,
+                            uint32_t* fine_histogram) {
   __shared__ uint32_t base;
   __syncthreads();
-  const uint32_t staged = min(*stage.count, staging_capacity);
-  if (threadIdx.x == 0 && staged != 0) base = atomicAdd(stage.prefilter_count, staged);
+  const uint32_t lowest_bin = lowest_bin_to_send(stage, k, fine_histogram);
+  const int32_t* values = stage.values;
+  uint32_t count = min(*stage.count, staging_capacity);
+  if (lowest_bin != 0) {
+    count = compact_stage(stage, uint32_t(bound.key + (uint64_t(lowest_bin) << bound.fine_shift)));
+    values = stage.sending;
+  }
+  if (threadIdx.x == 0 && count != 0) base = atomicAdd(stage.prefilter_count, count);
   __syncthreads();
-  for (uint32_t i = threadIdx.x; i < staged; i += threads)
-    if (base + i < buffers.capacity) buffers.prefiltered[base + i] = stage.values[i];
-  flush_histogram(stage.fine_bins, fine_histogram);
+  for (uint32_t i = threadIdx.x; i < count; i += threads)
+    if (base + i < buffers.capacity) buffers.prefiltered[base + i] = values[i];
+  flush_histogram(stage.fine_bins, fine_histogram, lowest_bin);
 }
 
 // The values outside the body (at most 3 + 3), by the first warp of block 0.
@@ -572,7 +618,7 @@ __device__ Bound prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectS
   if (!draws) bound = await_bound(&state->published_bound[parity]);
 
   __shared__ uint32_t staged_count;
-  const Stage stage{&staged_count, staged_values, shared_bins, count};
+  const Stage stage{&staged_count, staged_values, shared_bins, count, reinterpret_cast<int32_t*>(parked)};
   zero_histogram(shared_bins);  // the sample is counted: from here on the block's fine bins
   if (threadIdx.x == 0) staged_count = 0;
   __syncthreads();
@@ -590,7 +636,7 @@ __device__ Bound prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectS
     prefilter_tile(b, input, bound, buffers, stage);
   }
   if (block_tile(input, t) != ~0u) prefilter_tile(load_tile(input, block_tile(input, t)), input, bound, buffers, stage);
-  flush_stage(stage, buffers, fine_histogram);
+  flush_stage(stage, bound, k, buffers, fine_histogram);
   prefilter_loose_values(in, n, input, bound, buffers, count, fine_histogram);
   return bound;
 }
@@ -790,17 +836,38 @@ __device__ Finish plan_finish(SelectState* state, unsigned parity, uint32_t k, u
   return {published_plan == plan_all_blocks ? plan_all_blocks : plan_pending, count, {}};
 }
 
+// Sorts keys[begin, end) largest first by one warp: each key's place is the number of keys
+// that come before it in that order (ties by index), written through scratch[begin, end).
+__device__ void warp_rank_sort(int32_t* keys, uint32_t begin, uint32_t end, int32_t* scratch) {
+  const unsigned lane = threadIdx.x % 32;
+  for (uint32_t i = begin + lane; i < end; i += 32) {
+    const int32_t key = keys[i];
+    uint32_t place = begin;
+    for (uint32_t j = begin; j < end; ++j) place += keys[j] > key || (keys[j] == key && j < i);
+    scratch[place] = key;
+  }
+  __syncwarp();
+  for (uint32_t i = begin + lane; i < end; i += 32) keys[i] = scratch[i];
+}
+
 // The usual finish. plan_finish has left in starts[b] the place of fine bin b's first key in
 // descending order. Each key at or above lowest_bin takes the next place of its bin (a
 // shared-memory atomic), so the candidates land ordered by bin, and one thread sorts each
-// bin's few keys by insertion: a counting sort, which the bins already paid for. A bin of more
-// than max_run keys (crowded data) sends the block to the bitonic sort of all candidates.
+// bin's few keys by insertion: a counting sort, which the bins already paid for. Bins of up to
+// max_warp_run keys (about 64 a bin at 2^28) go to a warp each; a bin of more (crowded data)
+// sends the block to the bitonic sort of all candidates. scratch: block_sort_capacity values.
 __device__ void finish_from_fine_bins(const int32_t* prefiltered, uint32_t count, uint32_t k, const Bound& bound,
                                       uint32_t lowest_bin, uint32_t candidate_count, uint32_t* starts,
-                                      int32_t* candidates, int32_t* out) {
-  constexpr uint32_t max_run = 32;
+                                      int32_t* candidates, int32_t* scratch, int32_t* out) {
+  constexpr uint32_t max_run = 32, max_warp_run = 128;
+  constexpr uint32_t max_warp_bins = TopkTuning::block_sort_capacity / (max_run + 1);
   __shared__ bool crowded;
-  if (threadIdx.x == 0) crowded = false;
+  __shared__ uint32_t warp_bins[max_warp_bins];
+  __shared__ uint32_t warp_bin_count;
+  if (threadIdx.x == 0) {
+    crowded = false;
+    warp_bin_count = 0;
+  }
   const uint32_t lowest_key = uint32_t(bound.key + (uint64_t(lowest_bin) << bound.fine_shift));
   // The prefilter starts 256-byte aligned, and its allocation is rounded up to 256 bytes, so
   // the vector that holds its last value can be read whole.
@@ -829,7 +896,10 @@ __device__ void finish_from_fine_bins(const int32_t* prefiltered, uint32_t count
   for (uint32_t bin = lowest_bin + threadIdx.x; bin < bin_count; bin += threads) {
     const uint32_t begin = bin + 1 < bin_count ? starts[bin + 1] : 0, end = starts[bin];
     if (end - begin > max_run) {
-      crowded = true;
+      if (end - begin > max_warp_run)
+        crowded = true;
+      else
+        warp_bins[atomicAdd(&warp_bin_count, 1u)] = bin;
       continue;
     }
     for (uint32_t i = begin + 1; i < end; ++i) {
@@ -843,6 +913,13 @@ __device__ void finish_from_fine_bins(const int32_t* prefiltered, uint32_t count
   if (crowded) {
     block_sort_descending(candidates, candidate_count, k, out);
     return;
+  }
+  if (warp_bin_count != 0) {
+    for (uint32_t j = threadIdx.x / 32; j < warp_bin_count; j += threads / 32) {
+      const uint32_t bin = warp_bins[j];
+      warp_rank_sort(candidates, bin + 1 < bin_count ? starts[bin + 1] : 0, starts[bin], scratch);
+    }
+    __syncthreads();
   }
   for (uint32_t i = threadIdx.x; i < k; i += threads) out[i] = candidates[i];
 }
@@ -878,7 +955,8 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
   const Finish finish = plan_finish(state, parity, k, buffers.capacity, sort_in_block, histogram);
   if (finish.plan == plan_fine_bins)
     finish_from_fine_bins(buffers.prefiltered, finish.prefilter_count, k, bound, finish.fine.bin,
-                          finish.fine.above + finish.fine.count, histogram, results, out);
+                          finish.fine.above + finish.fine.count, histogram, results,
+                          reinterpret_cast<int32_t*>(finish_keys), out);
   if (finish.plan == plan_prefilter)
     finish_in_shared(buffers.prefiltered, finish.prefilter_count, k, histogram, finish_keys, results, out);
   if (finish.plan != plan_all_blocks) return;
