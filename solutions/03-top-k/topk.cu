@@ -24,20 +24,19 @@
 //     adds its fine bins to the global ones. A block with many survivors (large n) first drops
 //     those below its own k-th largest and below the k-th largest of what the blocks before it
 //     sent, both lower bounds for the input's: the last block then gathers from thousands of
-//     values, not n / 2048. A global atomic per warp and tile with survivors,
-//     all on one counter, queues at that one address (at 2^28 that queue cost more than the
-//     gap to the read-only kernel that is left: docs/design/03-top-k.md).
+//     values, not n / 2048. A global atomic per warp and tile with survivors, all on one
+//     counter, queues at that one address (at 2^28 that queue cost more than the gap to the
+//     read-only kernel that is left: docs/design/03-top-k.md).
 //  3. The last block to finish the read (an arrival counter, no grid barrier) scans the fine
 //     bins for the one that holds the k-th largest. When that bin and those above it hold at
 //     most 4096 keys (k and a few more), it gathers them from the prefilter straight into
 //     their bins' places in descending order (a counting sort: the bins' counts give the
 //     places), sorts each bin's few keys by insertion (a warp each for bins of up to 128
 //     keys) and writes the first k; the other blocks leave. More crowded bins take a bitonic
-//     sort of all of them instead. Else, when the
-//     prefilter fits shared memory, it narrows the prefilter through the three digits (11,
-//     11, 10 bits) by shared-memory histograms. Otherwise (k > 4096; ties that overflow the
-//     buffer) it calls every block to all-block passes over the prefilter, or over the input
-//     after an overflow, with grid barriers.
+//     sort of all of them instead. Else, when the prefilter fits shared memory, it narrows
+//     the prefilter through the three digits (11, 11, 10 bits) by shared-memory histograms.
+//     Otherwise (k > 4096; ties that overflow the buffer) it calls every block to all-block
+//     passes over the prefilter, or over the input after an overflow, with grid barriers.
 // Why this beats a design that reads a sample first and waits at a grid barrier before the
 // full read: no sample pass and no barrier before the read, and the prefilter's bound comes
 // from data the read fetches anyway. A register-resident bitonic sort of the winners (8 keys
@@ -442,8 +441,8 @@ __device__ void prefilter_tile(const Tile& tile, const InputView& input, const B
 // The fine bin below which none of the block's staged survivors can be in the top k, by two
 // lower bounds on the input's k-th largest: the block's own k-th largest, and the k-th largest
 // of what the blocks before it have sent (a subset of the input: the shared fine bins count it,
-// whatever part of it has landed). 0 sends them all: few survivors, or some that went straight
-// to the prefilter (they are counted in every fine bin). Block-wide.
+// whatever part of it has landed). 0 sends them all: when the block has few survivors, or when
+// some went straight to the prefilter (sent already, and counted in its fine bins). Block-wide.
 __device__ uint32_t lowest_bin_to_send(const Stage& stage, uint32_t k, const uint32_t* fine_histogram) {
   const uint32_t survivors = *stage.count;
   if (survivors < TopkTuning::survivors_worth_cutting || survivors > staging_capacity) return 0;
@@ -860,6 +859,7 @@ __device__ void finish_from_fine_bins(const int32_t* prefiltered, uint32_t count
                                       uint32_t lowest_bin, uint32_t candidate_count, uint32_t* starts,
                                       int32_t* candidates, int32_t* scratch, int32_t* out) {
   constexpr uint32_t max_run = 32, max_warp_run = 128;
+  // Bins of more than max_run keys among at most block_sort_capacity candidates.
   constexpr uint32_t max_warp_bins = TopkTuning::block_sort_capacity / (max_run + 1);
   __shared__ bool crowded;
   __shared__ uint32_t warp_bins[max_warp_bins];
