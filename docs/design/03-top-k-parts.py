@@ -58,14 +58,7 @@ __device__ __noinline__ Bound read_with_bound_given(const int32_t* in, size_t n,
   __syncthreads();
   prefilter_tile(first, input, bound, buffers, stage);
   prefilter_tile(second, input, bound, buffers, stage);
-  unsigned t = sample.wide ? 2 : 1;
-  for (; block_tile(input, t + 1) != ~0u; t += 2) {
-    const Tile a = load_tile(input, block_tile(input, t));
-    const Tile b = load_tile(input, block_tile(input, t + 1));
-    prefilter_tile(a, input, bound, buffers, stage);
-    prefilter_tile(b, input, bound, buffers, stage);
-  }
-  if (block_tile(input, t) != ~0u) prefilter_tile(load_tile(input, block_tile(input, t)), input, bound, buffers, stage);
+  prefilter_tiles_from(sample.wide ? 2 : 1, input, bound, buffers, stage);
   flush_stage(stage, bound, k, buffers, state->fine_histogram[parity]);
   prefilter_loose_values(in, n, input, bound, buffers, count, state->fine_histogram[parity]);
   return bound;

@@ -588,6 +588,20 @@ __device__ __forceinline__ Tile unpark_tile(const int4* parked, uint32_t first) 
   return tile;
 }
 
+// The block's tiles from t on, each loaded and kept at or above the bound: two tiles per step,
+// 64 KiB in flight per block. The loop bound is the same for the whole block (warp votes
+// inside).
+__device__ __forceinline__ void prefilter_tiles_from(unsigned t, const InputView& input, const Bound& bound,
+                                                     const Buffers& buffers, const Stage& stage) {
+  for (; block_tile(input, t + 1) != ~0u; t += 2) {
+    const Tile a = load_tile(input, block_tile(input, t));
+    const Tile b = load_tile(input, block_tile(input, t + 1));
+    prefilter_tile(a, input, bound, buffers, stage);
+    prefilter_tile(b, input, bound, buffers, stage);
+  }
+  if (block_tile(input, t) != ~0u) prefilter_tile(load_tile(input, block_tile(input, t)), input, bound, buffers, stage);
+}
+
 // Steps 1 and 2: the one read of the input. The sample tiles make the bound's histogram; the
 // block's first three tiles then wait, two in shared memory and one in registers, while the
 // blocks agree on the bound. No load of this block is in flight when it counts itself in: the
@@ -625,16 +639,7 @@ __device__ Bound prefilter_pass(const int32_t* in, size_t n, uint32_t k, SelectS
   prefilter_tile(unpark_tile(parked + tile_vectors, first_vector(input, block_tile(input, 1))), input, bound, buffers,
                  stage);
   prefilter_tile(third, input, bound, buffers, stage);
-  // Two tiles per step: 64 KiB in flight per block. The loop bound is the same for the whole
-  // block (warp votes inside).
-  unsigned t = 3;
-  for (; block_tile(input, t + 1) != ~0u; t += 2) {
-    const Tile a = load_tile(input, block_tile(input, t));
-    const Tile b = load_tile(input, block_tile(input, t + 1));
-    prefilter_tile(a, input, bound, buffers, stage);
-    prefilter_tile(b, input, bound, buffers, stage);
-  }
-  if (block_tile(input, t) != ~0u) prefilter_tile(load_tile(input, block_tile(input, t)), input, bound, buffers, stage);
+  prefilter_tiles_from(3, input, bound, buffers, stage);
   flush_stage(stage, bound, k, buffers, fine_histogram);
   prefilter_loose_values(in, n, input, bound, buffers, count, fine_histogram);
   return bound;
