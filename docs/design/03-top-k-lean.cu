@@ -1,0 +1,311 @@
+// Lab 03 design record: how close a lean one-launch top-k comes to the read-only kernel at
+// n = 10^7, given its bound or finding it from a sample. The read-only kernel's loop (one block of
+// 1024 threads an SM, 16-byte streaming loads, 8 in flight) keeps every value at or above the
+// bound in a global list (an atomic a value, or one a warp); each block then counts itself in,
+// and the last one ranks the survivors in shared memory by fine bins and writes the top k. The
+// bound is given (the input's m-th largest, m values passing), or every block finds the same
+// one from the same strided sample of 16,384 values (its r-th largest, to 10 bits short of the
+// key), loaded directly or first copied into shared memory by cp.async. Timed by
+// 03-top-k-call-timing.cuh beside the read-only kernel, an empty kernel of the reference's
+// launch shape and the reference; every call's top k is checked. On a GPU machine, from the
+// repository root:
+//   nvcc -O3 -std=c++17 -arch=sm_90 -Ilabs/03-top-k -Iharness/include -Idocs/design \
+//        -o /tmp/lean docs/design/03-top-k-lean.cu
+//   /tmp/lean
+#include "../../solutions/03-top-k/topk.cu"
+#include <labkit/read_only.cuh>
+#include "03-top-k-call-timing.cuh"
+#include <cuda_pipeline.h>
+#include <cstdio>
+#include <vector>
+
+namespace lean {
+constexpr int threads = 1024, unroll = 8, bins = 2048, capacity = 12288;
+
+__host__ __device__ __forceinline__ uint32_t key_of(int32_t v) { return uint32_t(v) ^ 0x80000000u; }
+
+struct State {
+  uint32_t survivors, arrivals, last_survivors;
+};
+
+__device__ __forceinline__ void keep(uint32_t key, uint32_t bound, uint32_t* kept, State* state) {
+  if (key >= bound) kept[atomicAdd(&state->survivors, 1u)] = key;
+}
+__device__ __forceinline__ void keep4(uint4 v, uint32_t bound, uint32_t* kept, State* state) {
+  keep(key_of(int32_t(v.x)), bound, kept, state);
+  keep(key_of(int32_t(v.y)), bound, kept, state);
+  keep(key_of(int32_t(v.z)), bound, kept, state);
+  keep(key_of(int32_t(v.w)), bound, kept, state);
+}
+
+// higher[b] = the counts in bins above b, two bins a thread scanned from the top; ends synced.
+__device__ void suffix_scan(const uint32_t* counts, uint32_t* higher) {
+  __shared__ uint32_t warp_total[threads / 32];
+  const int t = threadIdx.x;
+  const int b0 = bins - 1 - 2 * t;
+  const uint32_t mine = counts[b0] + counts[b0 - 1];
+  uint32_t incl = mine;
+  for (int d = 1; d < 32; d *= 2) {
+    const uint32_t o = __shfl_up_sync(~0u, incl, d);
+    if ((t & 31) >= d) incl += o;
+  }
+  if ((t & 31) == 31) warp_total[t / 32] = incl;
+  __syncthreads();
+  uint32_t before = 0;
+  for (int w = 0; w < t / 32; ++w) before += warp_total[w];
+  higher[b0] = before + incl - mine;
+  higher[b0 - 1] = before + incl - mine + counts[b0];
+  __syncthreads();
+}
+
+// The bin of `counts` that holds the r-th largest (1-based), and how many lie above it.
+__device__ void find_from_top(const uint32_t* counts, uint32_t* higher, uint32_t r, uint32_t& bin, uint32_t& above) {
+  __shared__ uint32_t found_bin, found_above;
+  suffix_scan(counts, higher);
+  for (int b = threadIdx.x; b < bins; b += threads)
+    if (higher[b] < r && higher[b] + counts[b] >= r) found_bin = b, found_above = higher[b];
+  __syncthreads();
+  bin = found_bin;
+  above = found_above;
+}
+
+// A lower bound on the k-th largest that every block finds alike: the r-th largest of the same
+// strided sample of 16 values a thread (each block reads it; after the first, from L2), to 10
+// bits short of the key.
+__device__ uint32_t sample_bound(const uint4* in, size_t count, uint32_t r, uint32_t* level1, uint32_t* higher,
+                                 uint32_t* level2, const uint32_t* staged) {
+  const int t = threadIdx.x;
+  uint32_t key[16];
+  if (staged != nullptr) {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) key[j] = key_of(int32_t(staged[j * threads + t]));
+  } else {
+    const size_t step = count / (threads * 4);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const uint4 v = __ldg(in + (size_t(q) * threads + t) * step);
+      key[4 * q] = key_of(v.x), key[4 * q + 1] = key_of(v.y), key[4 * q + 2] = key_of(v.z), key[4 * q + 3] = key_of(v.w);
+    }
+  }
+  for (int b = t; b < bins; b += threads) level1[b] = level2[b] = 0;
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < 16; ++j) atomicAdd(&level1[key[j] >> 21], 1u);
+  __syncthreads();
+  uint32_t top_bin, above;
+  find_from_top(level1, higher, r, top_bin, above);
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+    if (key[j] >> 21 == top_bin) atomicAdd(&level2[(key[j] >> 10) & (bins - 1)], 1u);
+  __syncthreads();
+  uint32_t fine_bin, fine_above;
+  find_from_top(level2, higher, r - above, fine_bin, fine_above);
+  return (top_bin << 21) | (fine_bin << 10);
+}
+
+// The last block: the survivors into shared memory, counted in fine bins above the bound,
+// grouped by bin from the top, and each placed by the survivors in higher bins and the larger
+// ones in its own bin.
+constexpr size_t finish_shared_bytes = (2 * capacity + 3 * bins) * sizeof(uint32_t);
+
+__device__ void finish(const uint32_t* kept, uint32_t count, uint32_t k, uint32_t bound, int32_t* out) {
+  extern __shared__ uint32_t shared[];
+  uint32_t* keys = shared;
+  uint32_t* grouped = keys + capacity;
+  uint32_t* bin_count = grouped + capacity;
+  uint32_t* higher = bin_count + bins;
+  uint32_t* filled = higher + bins;
+  __shared__ uint32_t top, grouped_count;
+  const int t = threadIdx.x;
+  for (int b = t; b < bins; b += threads) bin_count[b] = filled[b] = 0;
+  if (t == 0) top = 0, grouped_count = count;
+  uint32_t local_top = 0;
+  for (uint32_t i = t; i < count; i += threads) {
+    keys[i] = kept[i];
+    local_top = max(local_top, keys[i] - bound);
+  }
+  local_top = __reduce_max_sync(~0u, local_top);
+  __syncthreads();
+  if ((t & 31) == 0) atomicMax(&top, local_top);
+  __syncthreads();
+  const uint32_t s = top < bins ? 0 : 32 - __clz(top >> 11);  // (top >> s) < 2048
+  for (uint32_t i = t; i < count; i += threads) atomicAdd(&bin_count[(keys[i] - bound) >> s], 1u);
+  __syncthreads();
+  suffix_scan(bin_count, higher);
+  // The bin holding the k-th largest ends what needs placing.
+  for (int b = t; b < bins; b += threads)
+    if (higher[b] < k && higher[b] + bin_count[b] >= k) grouped_count = higher[b] + bin_count[b];
+  __syncthreads();
+  for (uint32_t i = t; i < count; i += threads) {
+    const uint32_t b = (keys[i] - bound) >> s;
+    if (higher[b] < k) grouped[higher[b] + atomicAdd(&filled[b], 1u)] = keys[i];
+  }
+  __syncthreads();
+  for (uint32_t p = t; p < grouped_count; p += threads) {
+    const uint32_t key = grouped[p];
+    const uint32_t b = (key - bound) >> s;
+    // Its place: the keys in higher bins, the larger ones in its own, the equal ones before it.
+    const uint32_t first = higher[b], end = first + bin_count[b];
+    uint32_t rank = first;
+    for (uint32_t j = first; j < end; ++j) rank += grouped[j] > key || (grouped[j] == key && j < p);
+    if (rank < k) out[rank] = int32_t(key ^ 0x80000000u);
+  }
+}
+
+// One batch of `unroll` vectors a thread: each value at or above the bound kept, by an atomic
+// a value or (aggregated) one a warp, none when the warp has no survivor. The whole warp calls
+// it aggregated.
+template <bool aggregated>
+__device__ __forceinline__ void keep_batch(const uint4 (&v)[unroll], uint32_t bound, uint32_t* kept, State* state) {
+  if (!aggregated) {
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) keep4(v[u], bound, kept, state);
+    return;
+  }
+  uint32_t mine = 0;
+#pragma unroll
+  for (int u = 0; u < unroll; ++u)
+    mine += (key_of(v[u].x) >= bound) + (key_of(v[u].y) >= bound) + (key_of(v[u].z) >= bound) + (key_of(v[u].w) >= bound);
+  const uint32_t warp_count = __reduce_add_sync(~0u, mine);
+  if (warp_count == 0) return;
+  const unsigned lane = threadIdx.x & 31;
+  uint32_t before = mine;
+  for (int d = 1; d < 32; d *= 2) {
+    const uint32_t o = __shfl_up_sync(~0u, before, d);
+    if (lane >= d) before += o;
+  }
+  before -= mine;
+  uint32_t base = 0;
+  if (lane == 0) base = atomicAdd(&state->survivors, warp_count);
+  uint32_t at = __shfl_sync(~0u, base, 0) + before;
+#pragma unroll
+  for (int u = 0; u < unroll; ++u)
+    for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w})
+      if (key_of(int32_t(x)) >= bound) kept[at++] = key_of(int32_t(x));
+}
+
+// sampled: bound_or_r is r, and each block finds the bound from the shared sample while its
+// first batch loads; else bound_or_r is the bound.
+template <bool aggregated, bool sampled, bool early = false>
+__global__ void __launch_bounds__(threads) topk_lean(const uint4* in, size_t count, uint32_t k, uint32_t bound_or_r,
+                                                     uint32_t* kept, State* state, int32_t* out) {
+  extern __shared__ uint32_t shared[];
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  uint32_t bound = bound_or_r;
+  if (sampled) {
+    // early: the sample copied into shared memory ahead of the block's first loads
+    if (early) {
+      const size_t step = count / (threads * 4);
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        __pipeline_memcpy_async(shared + 4 * (q * threads + threadIdx.x), in + (size_t(q) * threads + threadIdx.x) * step, 16);
+      __pipeline_commit();
+    }
+    uint4 v[unroll];
+    const bool whole = i + (unroll - 1) * stride < count;
+    if (whole)
+#pragma unroll
+      for (int u = 0; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
+    if (early) {
+      __pipeline_wait_prior(0);
+      __syncthreads();
+    }
+    bound = sample_bound(in, count, bound_or_r, shared + 2 * capacity, shared + 2 * capacity + bins,
+                         shared + 2 * capacity + 2 * bins, early ? shared : nullptr);
+    if (whole) {
+      keep_batch<aggregated>(v, bound, kept, state);
+      i += unroll * stride;
+    }
+  }
+  for (; i + (unroll - 1) * stride < count; i += unroll * stride) {
+    uint4 v[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
+    keep_batch<aggregated>(v, bound, kept, state);
+  }
+  for (; i < count; i += stride) keep4(__ldcs(in + i), bound, kept, state);
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> arrivals(state->arrivals);
+    last = arrivals.fetch_add(1, cuda::memory_order_acq_rel) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  const uint32_t survivors = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->survivors).load(cuda::memory_order_acquire);
+  finish(kept, min(survivors, uint32_t(capacity)), k, bound, out);
+  if (threadIdx.x == 0) *state = State{0, 0, survivors};
+}
+}  // namespace lean
+
+int main() {
+  int sms;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+  for (const void* kernel : {(const void*)lean::topk_lean<false, false>, (const void*)lean::topk_lean<true, false>,
+                             (const void*)lean::topk_lean<true, true>, (const void*)lean::topk_lean<true, true, true>})
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::finish_shared_bytes));
+  uint32_t* sink;
+  cudaMalloc(&sink, 4);
+  const size_t n = 10000000;
+  std::vector<int32_t> h;
+  int32_t* in = timeline_input(n, h);
+  int32_t* out;
+  cudaMalloc(&out, 8192 * 4);
+  uint32_t* kept;
+  cudaMalloc(&kept, lean::capacity * 4);
+  lean::State* state;
+  cudaMalloc(&state, sizeof(lean::State));
+  cudaMemset(state, 0, sizeof(lean::State));
+  std::vector<int32_t> sorted = h;
+  std::sort(sorted.begin(), sorted.end(), std::greater<int32_t>());
+  CallTimer timer;
+  allow_empty_kernel_shared_memory();
+  int failures = 0;
+  for (int round = 0; round < 2; ++round) {
+    printf("round %d\n", round);
+    printf("  read-only kernel:     call %6.2f us, hidden %6.2f us\n",
+           timer.alone_us([&] { labkit::read_only(in, n * 4, sink, sms, 0); }),
+           timer.hidden_us([&] { labkit::read_only(in, n * 4, sink, sms, 0); }));
+    printf("  empty kernel, cooperative: call %6.2f us, hidden %6.2f us\n", timer.alone_us([&] { launch_empty_cooperative(sms); }),
+           timer.hidden_us([&] { launch_empty_cooperative(sms); }));
+    for (uint32_t k : {10u, 1000u}) {
+      printf("  k=%4u reference:     call %6.2f us, hidden %6.2f us\n", k, timer.alone_us([&] { topk(in, n, k, out, 0); }),
+             timer.hidden_us([&] { topk(in, n, k, out, 0); }));
+      auto run = [&](const char* what, uint32_t arg, auto launch) {
+        cudaMemset(out, 0, 8192 * 4);
+        launch();
+        std::vector<int32_t> got(k);
+        cudaMemcpy(got.data(), out, k * 4, cudaMemcpyDeviceToHost);
+        lean::State st;
+        cudaMemcpy(&st, state, sizeof st, cudaMemcpyDeviceToHost);
+        const bool right = cudaGetLastError() == cudaSuccess && std::equal(got.begin(), got.end(), sorted.begin());
+        failures += !right;
+        printf("  k=%4u %-34s %5u: %5u pass: call %6.2f us, hidden %6.2f us %s\n", k, what, arg, st.last_survivors,
+               timer.alone_us(launch), timer.hidden_us(launch), right ? "ok" : "WRONG");
+      };
+      const auto* vectors = reinterpret_cast<const uint4*>(in);
+      const size_t shared_bytes = lean::finish_shared_bytes;
+      for (uint32_t passing : {2 * k, 3000u, 4900u}) {
+        const uint32_t bound = lean::key_of(sorted[passing - 1]);
+        run("given bound, atomic a value; pass", passing, [&] {
+          lean::topk_lean<false, false><<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, bound, kept, state, out);
+        });
+        run("given bound, atomic a warp; pass", passing, [&] {
+          lean::topk_lean<true, false><<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, bound, kept, state, out);
+        });
+      }
+      for (uint32_t r : {2u, 3u, 8u, 12u}) {
+        if (r * 610 < 2 * k) continue;
+        run("sampled bound, atomic a warp; r", r, [&] {
+          lean::topk_lean<true, true><<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, r, kept, state, out);
+        });
+        run("sample by cp.async first; r", r, [&] {
+          lean::topk_lean<true, true, true><<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, r, kept, state, out);
+        });
+      }
+    }
+  }
+  printf("failures: %d\n", failures);
+  return failures != 0;
+}
