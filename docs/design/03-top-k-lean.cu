@@ -5,19 +5,22 @@
 // and the last one ranks the survivors in shared memory by fine bins and writes the top k. The
 // bound is given (the input's m-th largest, m values passing), or every block finds the same
 // one from the same strided sample of 16,384 values (its r-th largest, to 10 bits short of the
-// key), loaded directly or first copied into shared memory by cp.async. Timed by
+// key), loaded directly or first copied into shared memory by cp.async, or drawn from the
+// blocks' pooled samples at a quorum (topk_pooled, below). Timed by
 // 03-top-k-call-timing.cuh beside the read-only kernel, an empty kernel of the reference's
 // launch shape and the reference; every call's top k is checked. On a GPU machine, from the
 // repository root:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Ilabs/03-top-k -Iharness/include -Idocs/design \
 //        -o /tmp/lean docs/design/03-top-k-lean.cu
 //   /tmp/lean
-#include "../../solutions/03-top-k/topk.cu"
-#include <labkit/read_only.cuh>
-#include "03-top-k-call-timing.cuh"
 #include <cuda_pipeline.h>
+
 #include <cstdio>
+#include <labkit/read_only.cuh>
 #include <vector>
+
+#include "../../solutions/03-top-k/topk.cu"
+#include "03-top-k-call-timing.cuh"
 
 namespace lean {
 constexpr int threads = 1024, unroll = 8, bins = 2048, capacity = 12288;
@@ -26,10 +29,14 @@ __host__ __device__ __forceinline__ uint32_t key_of(int32_t v) { return uint32_t
 
 struct State {
   uint32_t survivors, arrivals, last_survivors;
+  uint32_t sample_arrivals, bound, bound_tag;  // the pooled bound (topk_pooled)
 };
+constexpr int max_blocks = 256, slots = 32;  // a block sends at most `slots` sampled keys
 
 __device__ __forceinline__ void keep(uint32_t key, uint32_t bound, uint32_t* kept, State* state) {
-  if (key >= bound) kept[atomicAdd(&state->survivors, 1u)] = key;
+  if (key < bound) return;
+  const uint32_t at = atomicAdd(&state->survivors, 1u);
+  if (at < capacity) kept[at] = key;  // past it the answer is wrong, and the tool says so
 }
 __device__ __forceinline__ void keep4(uint4 v, uint32_t bound, uint32_t* kept, State* state) {
   keep(key_of(int32_t(v.x)), bound, kept, state);
@@ -51,8 +58,17 @@ __device__ void suffix_scan(const uint32_t* counts, uint32_t* higher) {
   }
   if ((t & 31) == 31) warp_total[t / 32] = incl;
   __syncthreads();
-  uint32_t before = 0;
-  for (int w = 0; w < t / 32; ++w) before += warp_total[w];
+  if (t < 32) {  // the warps' totals scanned by one warp, exclusive
+    const uint32_t total = warp_total[t];
+    uint32_t running = total;
+    for (int d = 1; d < 32; d *= 2) {
+      const uint32_t o = __shfl_up_sync(~0u, running, d);
+      if (t >= d) running += o;
+    }
+    warp_total[t] = running - total;
+  }
+  __syncthreads();
+  const uint32_t before = warp_total[t / 32];
   higher[b0] = before + incl - mine;
   higher[b0 - 1] = before + incl - mine + counts[b0];
   __syncthreads();
@@ -61,6 +77,7 @@ __device__ void suffix_scan(const uint32_t* counts, uint32_t* higher) {
 // The bin of `counts` that holds the r-th largest (1-based), and how many lie above it.
 __device__ void find_from_top(const uint32_t* counts, uint32_t* higher, uint32_t r, uint32_t& bin, uint32_t& above) {
   __shared__ uint32_t found_bin, found_above;
+  if (threadIdx.x == 0) found_bin = 0, found_above = 0;  // fewer than r counted: every key passes
   suffix_scan(counts, higher);
   for (int b = threadIdx.x; b < bins; b += threads)
     if (higher[b] < r && higher[b] + counts[b] >= r) found_bin = b, found_above = higher[b];
@@ -84,7 +101,8 @@ __device__ uint32_t sample_bound(const uint4* in, size_t count, uint32_t r, uint
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const uint4 v = __ldg(in + (size_t(q) * threads + t) * step);
-      key[4 * q] = key_of(v.x), key[4 * q + 1] = key_of(v.y), key[4 * q + 2] = key_of(v.z), key[4 * q + 3] = key_of(v.w);
+      key[4 * q] = key_of(v.x), key[4 * q + 1] = key_of(v.y), key[4 * q + 2] = key_of(v.z),
+              key[4 * q + 3] = key_of(v.w);
     }
   }
   for (int b = t; b < bins; b += threads) level1[b] = level2[b] = 0;
@@ -165,7 +183,8 @@ __device__ __forceinline__ void keep_batch(const uint4 (&v)[unroll], uint32_t bo
   uint32_t mine = 0;
 #pragma unroll
   for (int u = 0; u < unroll; ++u)
-    mine += (key_of(v[u].x) >= bound) + (key_of(v[u].y) >= bound) + (key_of(v[u].z) >= bound) + (key_of(v[u].w) >= bound);
+    mine +=
+        (key_of(v[u].x) >= bound) + (key_of(v[u].y) >= bound) + (key_of(v[u].z) >= bound) + (key_of(v[u].w) >= bound);
   const uint32_t warp_count = __reduce_add_sync(~0u, mine);
   if (warp_count == 0) return;
   const unsigned lane = threadIdx.x & 31;
@@ -181,7 +200,40 @@ __device__ __forceinline__ void keep_batch(const uint4 (&v)[unroll], uint32_t bo
 #pragma unroll
   for (int u = 0; u < unroll; ++u)
     for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w})
-      if (key_of(int32_t(x)) >= bound) kept[at++] = key_of(int32_t(x));
+      if (key_of(int32_t(x)) >= bound && at < capacity) kept[at++] = key_of(int32_t(x));
+}
+
+// The read from vector i on, each value at or above the bound kept; then the block counts
+// itself in, and the last one ranks the survivors and leaves the state zeroed for the next call.
+template <bool aggregated, class Stamp>
+__device__ void read_rest_and_finish(const uint4* in, size_t i, size_t count, uint32_t k, uint32_t bound,
+                                     uint32_t* kept, State* state, int32_t* out, Stamp stamp) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (; i + (unroll - 1) * stride < count; i += unroll * stride) {
+    uint4 v[unroll];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
+    keep_batch<aggregated>(v, bound, kept, state);
+  }
+  for (; i < count; i += stride) keep4(__ldcs(in + i), bound, kept, state);
+  __shared__ bool last;
+  __syncthreads();
+  stamp(4);
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> arrivals(state->arrivals);
+    last = arrivals.fetch_add(1, cuda::memory_order_acq_rel) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  stamp(5);
+  const uint32_t survivors =
+      cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->survivors).load(cuda::memory_order_acquire);
+  finish(kept, min(survivors, uint32_t(capacity)), k, bound, out);
+  stamp(6);
+  if (threadIdx.x == 0) {
+    state->survivors = state->arrivals = state->sample_arrivals = 0;
+    state->last_survivors = survivors;
+  }
 }
 
 // sampled: bound_or_r is r, and each block finds the bound from the shared sample while its
@@ -199,7 +251,8 @@ __global__ void __launch_bounds__(threads) topk_lean(const uint4* in, size_t cou
       const size_t step = count / (threads * 4);
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        __pipeline_memcpy_async(shared + 4 * (q * threads + threadIdx.x), in + (size_t(q) * threads + threadIdx.x) * step, 16);
+        __pipeline_memcpy_async(shared + 4 * (q * threads + threadIdx.x),
+                                in + (size_t(q) * threads + threadIdx.x) * step, 16);
       __pipeline_commit();
     }
     uint4 v[unroll];
@@ -218,24 +271,196 @@ __global__ void __launch_bounds__(threads) topk_lean(const uint4* in, size_t cou
       i += unroll * stride;
     }
   }
-  for (; i + (unroll - 1) * stride < count; i += unroll * stride) {
-    uint4 v[unroll];
+  read_rest_and_finish<aggregated>(in, i, count, k, bound, kept, state, out, [](int) {});
+}
+
+// ---- the lean read with its bound drawn from the blocks' pooled samples ----------------------
+// Each block loads its first batch into registers; once it has come in, the block sends its keys
+// at or above the r-th largest of its threads' maxima (at most `slots`: any subset of the input
+// gives a lower bound on the k-th largest), tagged with the call, loads its second batch into
+// shared memory by cp.async and counts itself in. The block that completes the quorum draws the
+// bound, the k-th largest of what has been sent (to 10 bits short of the key), and publishes
+// it; every block then filters both batches and reads on. With `stamps`, thread 0 of each
+// block writes the globaltimer at each step (main prints them for one call).
+constexpr size_t staged_bytes = size_t(unroll) * threads * sizeof(uint4);
+constexpr size_t pooled_shared_bytes =
+    std::max(finish_shared_bytes, staged_bytes + (max_blocks * slots + 3 * bins) * sizeof(uint32_t));
+
+__device__ void send_sample(const uint4 (&v)[unroll], uint32_t r, uint32_t* level1, uint32_t* higher, uint32_t* sent,
+                            uint32_t* sent_count, uint32_t tag) {
+  // The threshold: the r-th largest of the threads' own maxima (a subset, so at most the
+  // block's r-th largest), to 10 bits short: one histogram entry a thread, not 32.
+  __shared__ uint32_t claimed;
+  uint32_t* level2 = higher + bins;
+  const int t = threadIdx.x;
+  uint32_t most = 0;
 #pragma unroll
-    for (int u = 0; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
-    keep_batch<aggregated>(v, bound, kept, state);
-  }
-  for (; i < count; i += stride) keep4(__ldcs(in + i), bound, kept, state);
-  __shared__ bool last;
+  for (int u = 0; u < unroll; ++u)
+    most = max(most, max(max(key_of(int32_t(v[u].x)), key_of(int32_t(v[u].y))),
+                         max(key_of(int32_t(v[u].z)), key_of(int32_t(v[u].w)))));
+  for (int b = t; b < bins; b += threads) level1[b] = level2[b] = 0;
+  if (t == 0) claimed = 0;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> arrivals(state->arrivals);
-    last = arrivals.fetch_add(1, cuda::memory_order_acq_rel) == gridDim.x - 1;
+  atomicAdd(&level1[most >> 21], 1u);
+  __syncthreads();
+  uint32_t bin, above;
+  find_from_top(level1, higher, r, bin, above);
+  if (most >> 21 == bin) atomicAdd(&level2[(most >> 10) & (bins - 1)], 1u);
+  __syncthreads();
+  uint32_t fine, fine_above;
+  find_from_top(level2, higher, r - above, fine, fine_above);
+  const uint32_t threshold = (bin << 21) | (fine << 10);
+  uint32_t* mine = sent + blockIdx.x * slots;
+  if (most >= threshold) {
+#pragma unroll
+    for (int u = 0; u < unroll; ++u)
+      for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w})
+        if (key_of(int32_t(x)) >= threshold) {
+          const uint32_t slot = atomicAdd(&claimed, 1u);
+          if (slot < slots) mine[slot] = key_of(int32_t(x));
+        }
   }
   __syncthreads();
-  if (!last) return;
-  const uint32_t survivors = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->survivors).load(cuda::memory_order_acquire);
-  finish(kept, min(survivors, uint32_t(capacity)), k, bound, out);
-  if (threadIdx.x == 0) *state = State{0, 0, survivors};
+  if (t == 0)
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(sent_count[blockIdx.x])
+        .store((tag << 16) | min(claimed, uint32_t(slots)), cuda::memory_order_release);
+}
+
+// The quorum's last block: the k-th largest of every sample sent so far, to 10 bits short.
+__device__ uint32_t draw_bound(const uint32_t* sent, uint32_t* sent_count, uint32_t k, uint32_t quorum, uint32_t tag,
+                               uint32_t* keys, uint32_t* level1, uint32_t* higher, uint32_t* level2,
+                               unsigned long long* stamps) {
+  auto stamp = [&](int at) {
+    if (stamps == nullptr || threadIdx.x != 0) return;
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    stamps[at] = now;
+  };
+  // Two round trips: every block's count at once, then every sent key at once (8 a thread).
+  static_assert(max_blocks * slots == unroll * threads, "one load a slot");
+  __shared__ uint32_t gathered, sent_here[max_blocks];
+  const int t = threadIdx.x;
+  for (int b = t; b < bins; b += threads) level1[b] = level2[b] = 0;
+  if (t == 0) gathered = 0;
+  // Until at least `quorum` blocks' samples are seen (the arrivals that made the quorum are
+  // relaxed, so their samples may show a moment later).
+  for (;;) {
+    uint32_t word = 0;
+    if (t < gridDim.x)
+      word = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(sent_count[t]).load(cuda::memory_order_acquire);
+    const bool seen = t < gridDim.x && word >> 16 == tag;
+    if (t < max_blocks) sent_here[t] = seen ? word & 0xffff : 0;
+    if (__syncthreads_count(seen) >= quorum) break;
+  }
+  uint32_t key[unroll];
+  bool real[unroll];
+#pragma unroll
+  for (int u = 0; u < unroll; ++u) {
+    const uint32_t slot = u * threads + t;
+    real[u] = slot / slots < gridDim.x && slot % slots < sent_here[slot / slots];
+    if (real[u]) key[u] = sent[slot];
+  }
+#pragma unroll
+  for (int u = 0; u < unroll; ++u)
+    if (real[u]) {
+      keys[atomicAdd(&gathered, 1u)] = key[u];
+      atomicAdd(&level1[key[u] >> 21], 1u);
+    }
+  __syncthreads();
+  stamp(0);
+  uint32_t top_bin, above;
+  find_from_top(level1, higher, k, top_bin, above);
+  stamp(1);
+  for (uint32_t j = t; j < gathered; j += threads)
+    if (keys[j] >> 21 == top_bin) atomicAdd(&level2[(keys[j] >> 10) & (bins - 1)], 1u);
+  __syncthreads();
+  uint32_t fine_bin, fine_above;
+  find_from_top(level2, higher, k - above, fine_bin, fine_above);
+  return (top_bin << 21) | (fine_bin << 10);
+}
+
+// Counts the block in; the block that completes the quorum draws the bound and publishes it;
+// every block waits until it is published and returns it.
+template <class Stamp>
+__device__ uint32_t agree_on_bound(uint32_t k, uint32_t quorum, uint32_t tag, const uint32_t* sent,
+                                   uint32_t* sent_count, State* state, uint32_t* select, uint32_t* level1,
+                                   unsigned long long* stamps, Stamp stamp) {
+  __shared__ uint32_t bound;
+  __shared__ bool draws;
+  const int t = threadIdx.x;
+  if (t == 0) {
+    // Relaxed: the samples' visibility comes with their tagged counts (release, acquire), and
+    // a fence here would wait for the second batch's loads in flight.
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> arrivals(state->sample_arrivals);
+    draws = arrivals.fetch_add(1, cuda::memory_order_relaxed) == quorum - 1;
+  }
+  __syncthreads();
+  stamp(2);
+  if (draws) {
+    const uint32_t drawn = draw_bound(sent, sent_count, k, quorum, tag, select, level1, level1 + bins,
+                                      level1 + 2 * bins, stamps ? stamps + blockIdx.x * 10 + 8 : nullptr);
+    if (t == 0) {
+      cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->bound).store(drawn, cuda::memory_order_relaxed);
+      cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->bound_tag).store(tag, cuda::memory_order_release);
+    }
+    stamp(7);
+  }
+  if (t == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> published(state->bound_tag);
+    while (published.load(cuda::memory_order_acquire) != tag) {
+    }
+    bound = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->bound).load(cuda::memory_order_relaxed);
+  }
+  __syncthreads();
+  return bound;
+}
+
+__global__ void __launch_bounds__(threads)
+    topk_pooled(const uint4* in, size_t count, uint32_t k, uint32_t r, uint32_t quorum, uint32_t tag, uint32_t given,
+                uint32_t* sent, uint32_t* sent_count, uint32_t* kept, State* state, int32_t* out,
+                unsigned long long* stamps = nullptr) {
+  auto stamp = [&](int at) {
+    if (stamps == nullptr || threadIdx.x != 0) return;
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    stamps[blockIdx.x * 10 + at] = now;
+  };
+  stamp(0);
+  extern __shared__ uint32_t shared[];
+  uint4* staged = reinterpret_cast<uint4*>(shared);
+  uint32_t* select = shared + staged_bytes / sizeof(uint32_t);
+  uint32_t* level1 = select + max_blocks * slots;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  const int t = threadIdx.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + t;
+  // This sketch assumes both batches are whole for every thread (n = 10^7 on 132 SMs).
+  uint4 v[unroll];
+#pragma unroll
+  for (int u = 0; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
+  // The second batch goes out once the first (the sample) has come in: issued with it, it would
+  // share the memory's bandwidth with it and hold the sample back.
+  auto load_second_batch = [&] {
+#pragma unroll
+    for (int u = 0; u < unroll; ++u)
+      __pipeline_memcpy_async(staged + u * threads + t, in + i + (unroll + u) * stride, 16);
+    __pipeline_commit();
+  };
+  uint32_t b = given;
+  if (given != 0) {  // the same read with the bound given: what the sample and its wait cost
+    load_second_batch();
+  } else {
+    send_sample(v, r, level1, level1 + bins, sent, sent_count, tag);
+    load_second_batch();
+    stamp(1);
+    b = agree_on_bound(k, quorum, tag, sent, sent_count, state, select, level1, stamps, stamp);
+  }
+  stamp(3);
+  keep_batch<true>(v, b, kept, state);
+  __pipeline_wait_prior(0);
+#pragma unroll
+  for (int u = 0; u < unroll; ++u) v[u] = staged[u * threads + t];
+  keep_batch<true>(v, b, kept, state);
+  read_rest_and_finish<true>(in, i + 2 * unroll * stride, count, k, b, kept, state, out, stamp);
 }
 }  // namespace lean
 
@@ -245,6 +470,14 @@ int main() {
   for (const void* kernel : {(const void*)lean::topk_lean<false, false>, (const void*)lean::topk_lean<true, false>,
                              (const void*)lean::topk_lean<true, true>, (const void*)lean::topk_lean<true, true, true>})
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::finish_shared_bytes));
+  cudaFuncSetAttribute(lean::topk_pooled, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::pooled_shared_bytes));
+  uint32_t *sent, *sent_count;
+  cudaMalloc(&sent, lean::max_blocks * lean::slots * 4);
+  cudaMalloc(&sent_count, lean::max_blocks * 4);
+  cudaMemset(sent_count, 0, lean::max_blocks * 4);
+  uint32_t call_tag = 0;
+  char* flush_buffer;
+  cudaMalloc(&flush_buffer, size_t(256) << 20);
   uint32_t* sink;
   cudaMalloc(&sink, 4);
   const size_t n = 10000000;
@@ -267,11 +500,12 @@ int main() {
     printf("  read-only kernel:     call %6.2f us, hidden %6.2f us\n",
            timer.alone_us([&] { labkit::read_only(in, n * 4, sink, sms, 0); }),
            timer.hidden_us([&] { labkit::read_only(in, n * 4, sink, sms, 0); }));
-    printf("  empty kernel, cooperative: call %6.2f us, hidden %6.2f us\n", timer.alone_us([&] { launch_empty_cooperative(sms); }),
+    printf("  empty kernel, cooperative: call %6.2f us, hidden %6.2f us\n",
+           timer.alone_us([&] { launch_empty_cooperative(sms); }),
            timer.hidden_us([&] { launch_empty_cooperative(sms); }));
     for (uint32_t k : {10u, 1000u}) {
-      printf("  k=%4u reference:     call %6.2f us, hidden %6.2f us\n", k, timer.alone_us([&] { topk(in, n, k, out, 0); }),
-             timer.hidden_us([&] { topk(in, n, k, out, 0); }));
+      printf("  k=%4u reference:     call %6.2f us, hidden %6.2f us\n", k,
+             timer.alone_us([&] { topk(in, n, k, out, 0); }), timer.hidden_us([&] { topk(in, n, k, out, 0); }));
       auto run = [&](const char* what, uint32_t arg, auto launch) {
         cudaMemset(out, 0, 8192 * 4);
         launch();
@@ -289,19 +523,61 @@ int main() {
       for (uint32_t passing : {2 * k, 3000u, 4900u}) {
         const uint32_t bound = lean::key_of(sorted[passing - 1]);
         run("given bound, atomic a value; pass", passing, [&] {
-          lean::topk_lean<false, false><<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, bound, kept, state, out);
+          lean::topk_lean<false, false>
+              <<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, bound, kept, state, out);
         });
         run("given bound, atomic a warp; pass", passing, [&] {
-          lean::topk_lean<true, false><<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, bound, kept, state, out);
+          lean::topk_lean<true, false>
+              <<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, bound, kept, state, out);
         });
       }
+      for (uint32_t quorum : {uint32_t(sms) / 2, uint32_t(sms) * 3 / 4, uint32_t(sms)}) {
+        const uint32_t r = (2 * k + sms - 1) / sms;
+        run("pooled sample, quorum", quorum, [&] {
+          call_tag = call_tag % 65535 + 1;
+          lean::topk_pooled<<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, r, quorum, call_tag,
+                                                                               0, sent, sent_count, kept, state, out);
+        });
+      }
+      {  // one stamped call of the pooled kernel: when each block got where (us from the first start)
+        unsigned long long* stamps;
+        cudaMalloc(&stamps, sms * 10 * 8);
+        cudaMemset(stamps, 0, sms * 10 * 8);
+        call_tag = call_tag % 65535 + 1;
+        cudaMemsetAsync(flush_buffer, 0, size_t(256) << 20);
+        lean::topk_pooled<<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, (2 * k + sms - 1) / sms,
+                                                                             sms / 2, call_tag, 0, sent, sent_count,
+                                                                             kept, state, out, stamps);
+        std::vector<unsigned long long> st(sms * 10);
+        cudaMemcpy(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost);
+        cudaFree(stamps);
+        unsigned long long first = ~0ull;
+        for (int b = 0; b < sms; ++b) first = std::min(first, st[b * 10]);
+        const char* names[] = {"start",           "sample sent",         "arrived",   "bound seen",
+                               "read done",       "last: finish begins", "last: end", "drawer: published",
+                               "drawer: keys in", "drawer: level 1"};
+        for (int at = 0; at < 10; ++at) {
+          std::vector<double> v;
+          for (int b = 0; b < sms; ++b)
+            if (st[b * 10 + at] != 0) v.push_back((st[b * 10 + at] - first) * 1e-3);
+          if (v.empty()) continue;
+          std::sort(v.begin(), v.end());
+          printf("    stamp %-20s median %6.2f  last %6.2f us\n", names[at], v[v.size() / 2], v.back());
+        }
+      }
+      const uint32_t given = lean::key_of(sorted[2 * k - 1]);
+      run("pooled's read, bound given; pass", 2 * k, [&] {
+        lean::topk_pooled<<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, 1, 1, 1, given, sent,
+                                                                             sent_count, kept, state, out);
+      });
       for (uint32_t r : {2u, 3u, 8u, 12u}) {
         if (r * 610 < 2 * k) continue;
         run("sampled bound, atomic a warp; r", r, [&] {
           lean::topk_lean<true, true><<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, r, kept, state, out);
         });
         run("sample by cp.async first; r", r, [&] {
-          lean::topk_lean<true, true, true><<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, r, kept, state, out);
+          lean::topk_lean<true, true, true>
+              <<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, r, kept, state, out);
         });
       }
     }
