@@ -275,17 +275,19 @@ __global__ void __launch_bounds__(threads) topk_lean(const uint4* in, size_t cou
 }
 
 // ---- the lean read with its bound drawn from the blocks' pooled samples ----------------------
-// Each block loads its first batch into registers; once it has come in, the block sends its keys
-// at or above the r-th largest of its threads' maxima (at most `slots`: any subset of the input
-// gives a lower bound on the k-th largest), tagged with the call, loads its second batch into
-// shared memory by cp.async and counts itself in. The block that completes the quorum draws the
-// bound, the k-th largest of what has been sent (to 10 bits short of the key), and publishes
-// it; every block then filters both batches and reads on. With `stamps`, thread 0 of each
-// block writes the globaltimer at each step (main prints them for one call).
+// Each block loads its first batch into registers; once the sampled part of it (its first
+// `sample_vectors` vectors a thread) has come in, the block sends its keys there at or above the
+// r-th largest of its threads' maxima (at most `slots`: any subset of the input gives a lower
+// bound on the k-th largest), tagged with the call, and counts itself in. The block that
+// completes the quorum draws the bound, the k-th largest of what has been sent, and publishes
+// it; every block then filters what it holds and reads on. Optionally a second batch is loaded
+// into shared memory by cp.async meanwhile, or the first batch's unsampled vectors are loaded
+// only after the sample. With `stamps`, thread 0 of each block writes the globaltimer at each
+// step (main prints them for one call).
 constexpr size_t staged_bytes = size_t(unroll) * threads * sizeof(uint4);
-constexpr size_t pooled_shared_bytes =
-    std::max(finish_shared_bytes, staged_bytes + (max_blocks * slots + 3 * bins) * sizeof(uint32_t));
+constexpr size_t pooled_shared_bytes = std::max(finish_shared_bytes, staged_bytes + 3 * bins * sizeof(uint32_t));
 
+template <int sample_vectors>
 __device__ void send_sample(const uint4 (&v)[unroll], uint32_t r, uint32_t* level1, uint32_t* higher, uint32_t* sent,
                             uint32_t* sent_count, uint32_t tag) {
   // The threshold: the r-th largest of the threads' own maxima (a subset, so at most the
@@ -295,7 +297,7 @@ __device__ void send_sample(const uint4 (&v)[unroll], uint32_t r, uint32_t* leve
   const int t = threadIdx.x;
   uint32_t most = 0;
 #pragma unroll
-  for (int u = 0; u < unroll; ++u)
+  for (int u = 0; u < sample_vectors; ++u)
     most = max(most, max(max(key_of(int32_t(v[u].x)), key_of(int32_t(v[u].y))),
                          max(key_of(int32_t(v[u].z)), key_of(int32_t(v[u].w)))));
   for (int b = t; b < bins; b += threads) level1[b] = level2[b] = 0;
@@ -313,7 +315,7 @@ __device__ void send_sample(const uint4 (&v)[unroll], uint32_t r, uint32_t* leve
   uint32_t* mine = sent + blockIdx.x * slots;
   if (most >= threshold) {
 #pragma unroll
-    for (int u = 0; u < unroll; ++u)
+    for (int u = 0; u < sample_vectors; ++u)
       for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w})
         if (key_of(int32_t(x)) >= threshold) {
           const uint32_t slot = atomicAdd(&claimed, 1u);
@@ -326,10 +328,10 @@ __device__ void send_sample(const uint4 (&v)[unroll], uint32_t r, uint32_t* leve
         .store((tag << 16) | min(claimed, uint32_t(slots)), cuda::memory_order_release);
 }
 
-// The quorum's last block: the k-th largest of every sample sent so far, to 10 bits short.
+// The quorum's last block: the k-th largest of every sample sent so far, to the width of one of
+// 2048 bins over the sent keys' range.
 __device__ uint32_t draw_bound(const uint32_t* sent, uint32_t* sent_count, uint32_t k, uint32_t quorum, uint32_t tag,
-                               uint32_t* keys, uint32_t* level1, uint32_t* higher, uint32_t* level2,
-                               unsigned long long* stamps) {
+                               uint32_t* counts, uint32_t* higher, unsigned long long* stamps) {
   auto stamp = [&](int at) {
     if (stamps == nullptr || threadIdx.x != 0) return;
     unsigned long long now;
@@ -340,7 +342,7 @@ __device__ uint32_t draw_bound(const uint32_t* sent, uint32_t* sent_count, uint3
   static_assert(max_blocks * slots == unroll * threads, "one load a slot");
   __shared__ uint32_t gathered, sent_here[max_blocks];
   const int t = threadIdx.x;
-  for (int b = t; b < bins; b += threads) level1[b] = level2[b] = 0;
+  for (int b = t; b < bins; b += threads) counts[b] = 0;
   if (t == 0) gathered = 0;
   // Until at least `quorum` blocks' samples are seen (the arrivals that made the quorum are
   // relaxed, so their samples may show a moment later).
@@ -360,31 +362,41 @@ __device__ uint32_t draw_bound(const uint32_t* sent, uint32_t* sent_count, uint3
     real[u] = slot / slots < gridDim.x && slot % slots < sent_here[slot / slots];
     if (real[u]) key[u] = sent[slot];
   }
+  // One histogram over the sent keys' own range, not two levels over the key space.
+  __shared__ uint32_t lowest, highest;
+  if (t == 0) lowest = ~0u, highest = 0;
+  uint32_t low = ~0u, high = 0;
+#pragma unroll
+  for (int u = 0; u < unroll; ++u)
+    if (real[u]) low = min(low, key[u]), high = max(high, key[u]);
+  low = __reduce_min_sync(~0u, low);
+  high = __reduce_max_sync(~0u, high);
+  __syncthreads();
+  if (t % 32 == 0) atomicMin(&lowest, low), atomicMax(&highest, high);
+  __syncthreads();
+  const uint32_t span = highest - lowest;
+  const uint32_t shift = span < bins ? 0 : 32 - __clz(span >> 11);  // (span >> shift) < 2048
 #pragma unroll
   for (int u = 0; u < unroll; ++u)
     if (real[u]) {
-      keys[atomicAdd(&gathered, 1u)] = key[u];
-      atomicAdd(&level1[key[u] >> 21], 1u);
+      atomicAdd(&gathered, 1u);
+      atomicAdd(&counts[(key[u] - lowest) >> shift], 1u);
     }
   __syncthreads();
   stamp(0);
-  uint32_t top_bin, above;
-  find_from_top(level1, higher, k, top_bin, above);
+  if (gathered < k) return 0;  // fewer than k sent: no k-th largest, every key passes
+  uint32_t bin, above;
+  find_from_top(counts, higher, k, bin, above);
   stamp(1);
-  for (uint32_t j = t; j < gathered; j += threads)
-    if (keys[j] >> 21 == top_bin) atomicAdd(&level2[(keys[j] >> 10) & (bins - 1)], 1u);
-  __syncthreads();
-  uint32_t fine_bin, fine_above;
-  find_from_top(level2, higher, k - above, fine_bin, fine_above);
-  return (top_bin << 21) | (fine_bin << 10);
+  return lowest + (bin << shift);
 }
 
 // Counts the block in; the block that completes the quorum draws the bound and publishes it;
 // every block waits until it is published and returns it.
 template <class Stamp>
 __device__ uint32_t agree_on_bound(uint32_t k, uint32_t quorum, uint32_t tag, const uint32_t* sent,
-                                   uint32_t* sent_count, State* state, uint32_t* select, uint32_t* level1,
-                                   unsigned long long* stamps, Stamp stamp) {
+                                   uint32_t* sent_count, State* state, uint32_t* level1, unsigned long long* stamps,
+                                   Stamp stamp) {
   __shared__ uint32_t bound;
   __shared__ bool draws;
   const int t = threadIdx.x;
@@ -397,8 +409,8 @@ __device__ uint32_t agree_on_bound(uint32_t k, uint32_t quorum, uint32_t tag, co
   __syncthreads();
   stamp(2);
   if (draws) {
-    const uint32_t drawn = draw_bound(sent, sent_count, k, quorum, tag, select, level1, level1 + bins,
-                                      level1 + 2 * bins, stamps ? stamps + blockIdx.x * 10 + 8 : nullptr);
+    const uint32_t drawn = draw_bound(sent, sent_count, k, quorum, tag, level1, level1 + bins,
+                                      stamps ? stamps + blockIdx.x * 10 + 8 : nullptr);
     if (t == 0) {
       cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->bound).store(drawn, cuda::memory_order_relaxed);
       cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->bound_tag).store(tag, cuda::memory_order_release);
@@ -415,6 +427,10 @@ __device__ uint32_t agree_on_bound(uint32_t k, uint32_t quorum, uint32_t tag, co
   return bound;
 }
 
+// sample_vectors: how many of the first batch's vectors a thread samples (the first ones in,
+// as the memory serves about in the order asked); second_batch: whether a second batch is
+// loaded into shared memory while the bound is drawn.
+template <int sample_vectors = unroll, bool second_batch = true, bool rest_after_sample = false>
 __global__ void __launch_bounds__(threads)
     topk_pooled(const uint4* in, size_t count, uint32_t k, uint32_t r, uint32_t quorum, uint32_t tag, uint32_t given,
                 uint32_t* sent, uint32_t* sent_count, uint32_t* kept, State* state, int32_t* out,
@@ -428,39 +444,49 @@ __global__ void __launch_bounds__(threads)
   stamp(0);
   extern __shared__ uint32_t shared[];
   uint4* staged = reinterpret_cast<uint4*>(shared);
-  uint32_t* select = shared + staged_bytes / sizeof(uint32_t);
-  uint32_t* level1 = select + max_blocks * slots;
+  uint32_t* level1 = shared + staged_bytes / sizeof(uint32_t);
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   const int t = threadIdx.x;
   size_t i = blockIdx.x * size_t(blockDim.x) + t;
   // This sketch assumes both batches are whole for every thread (n = 10^7 on 132 SMs).
   uint4 v[unroll];
+  // rest_after_sample: the first batch's vectors past the sample are loaded only once it has
+  // been sent, so that the memory serves the sample first.
+  const bool rest_later = rest_after_sample && given == 0;
 #pragma unroll
-  for (int u = 0; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
+  for (int u = 0; u < unroll; ++u)
+    if (u < sample_vectors || !rest_later) v[u] = __ldcs(in + i + u * stride);
   // The second batch goes out once the first (the sample) has come in: issued with it, it would
   // share the memory's bandwidth with it and hold the sample back.
   auto load_second_batch = [&] {
+    if constexpr (second_batch) {
 #pragma unroll
-    for (int u = 0; u < unroll; ++u)
-      __pipeline_memcpy_async(staged + u * threads + t, in + i + (unroll + u) * stride, 16);
-    __pipeline_commit();
+      for (int u = 0; u < unroll; ++u)
+        __pipeline_memcpy_async(staged + u * threads + t, in + i + (unroll + u) * stride, 16);
+      __pipeline_commit();
+    }
   };
   uint32_t b = given;
   if (given != 0) {  // the same read with the bound given: what the sample and its wait cost
     load_second_batch();
   } else {
-    send_sample(v, r, level1, level1 + bins, sent, sent_count, tag);
+    send_sample<sample_vectors>(v, r, level1, level1 + bins, sent, sent_count, tag);
+    if (rest_later)
+#pragma unroll
+      for (int u = sample_vectors; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
     load_second_batch();
     stamp(1);
-    b = agree_on_bound(k, quorum, tag, sent, sent_count, state, select, level1, stamps, stamp);
+    b = agree_on_bound(k, quorum, tag, sent, sent_count, state, level1, stamps, stamp);
   }
   stamp(3);
   keep_batch<true>(v, b, kept, state);
-  __pipeline_wait_prior(0);
+  if (second_batch) {
+    __pipeline_wait_prior(0);
 #pragma unroll
-  for (int u = 0; u < unroll; ++u) v[u] = staged[u * threads + t];
-  keep_batch<true>(v, b, kept, state);
-  read_rest_and_finish<true>(in, i + 2 * unroll * stride, count, k, b, kept, state, out, stamp);
+    for (int u = 0; u < unroll; ++u) v[u] = staged[u * threads + t];
+    keep_batch<true>(v, b, kept, state);
+  }
+  read_rest_and_finish<true>(in, i + (second_batch ? 2 : 1) * unroll * stride, count, k, b, kept, state, out, stamp);
 }
 }  // namespace lean
 
@@ -470,7 +496,10 @@ int main() {
   for (const void* kernel : {(const void*)lean::topk_lean<false, false>, (const void*)lean::topk_lean<true, false>,
                              (const void*)lean::topk_lean<true, true>, (const void*)lean::topk_lean<true, true, true>})
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::finish_shared_bytes));
-  cudaFuncSetAttribute(lean::topk_pooled, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::pooled_shared_bytes));
+  for (const void* kernel : {(const void*)lean::topk_pooled<>, (const void*)lean::topk_pooled<2, false>,
+                             (const void*)lean::topk_pooled<4, false>, (const void*)lean::topk_pooled<2, false, true>,
+                             (const void*)lean::topk_pooled<4, false, true>})
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::pooled_shared_bytes));
   uint32_t *sent, *sent_count;
   cudaMalloc(&sent, lean::max_blocks * lean::slots * 4);
   cudaMalloc(&sent_count, lean::max_blocks * 4);
@@ -535,27 +564,33 @@ int main() {
         const uint32_t r = (2 * k + sms - 1) / sms;
         run("pooled sample, quorum", quorum, [&] {
           call_tag = call_tag % 65535 + 1;
-          lean::topk_pooled<<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, r, quorum, call_tag,
-                                                                               0, sent, sent_count, kept, state, out);
+          lean::topk_pooled<><<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, r, quorum, call_tag,
+                                                                                 0, sent, sent_count, kept, state, out);
         });
       }
-      {  // one stamped call of the pooled kernel: when each block got where (us from the first start)
+      // One stamped call: when each block got where (us from the first block's start).
+      auto stamped = [&](auto launch) {
         unsigned long long* stamps;
         cudaMalloc(&stamps, sms * 10 * 8);
         cudaMemset(stamps, 0, sms * 10 * 8);
         call_tag = call_tag % 65535 + 1;
         cudaMemsetAsync(flush_buffer, 0, size_t(256) << 20);
-        lean::topk_pooled<<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, (2 * k + sms - 1) / sms,
-                                                                             sms / 2, call_tag, 0, sent, sent_count,
-                                                                             kept, state, out, stamps);
+        launch(stamps);
         std::vector<unsigned long long> st(sms * 10);
         cudaMemcpy(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost);
         cudaFree(stamps);
         unsigned long long first = ~0ull;
         for (int b = 0; b < sms; ++b) first = std::min(first, st[b * 10]);
-        const char* names[] = {"start",           "sample sent",         "arrived",   "bound seen",
-                               "read done",       "last: finish begins", "last: end", "drawer: published",
-                               "drawer: keys in", "drawer: level 1"};
+        const char* names[] = {"start",
+                               "sample sent",
+                               "arrived",
+                               "bound seen",
+                               "read done",
+                               "last: finish begins",
+                               "last: end",
+                               "drawer: published",
+                               "drawer: keys counted",
+                               "drawer: bin found"};
         for (int at = 0; at < 10; ++at) {
           std::vector<double> v;
           for (int b = 0; b < sms; ++b)
@@ -564,11 +599,45 @@ int main() {
           std::sort(v.begin(), v.end());
           printf("    stamp %-20s median %6.2f  last %6.2f us\n", names[at], v[v.size() / 2], v.back());
         }
+      };
+      const uint32_t pooled_r = (2 * k + sms - 1) / sms;
+      stamped([&](unsigned long long* stamps) {
+        lean::topk_pooled<><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
+            vectors, n / 4, k, pooled_r, sms / 2, call_tag, 0, sent, sent_count, kept, state, out, stamps);
+      });
+      // The sample from the first 2 or 4 vectors a thread, no second batch: the sample in sooner.
+      for (uint32_t quorum : {uint32_t(sms) / 2, uint32_t(sms)}) {
+        run("pooled, 2 vectors sampled; quorum", quorum, [&] {
+          call_tag = call_tag % 65535 + 1;
+          lean::topk_pooled<2, false><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
+              vectors, n / 4, k, pooled_r, quorum, call_tag, 0, sent, sent_count, kept, state, out);
+        });
+        run("pooled, 4 vectors sampled; quorum", quorum, [&] {
+          call_tag = call_tag % 65535 + 1;
+          lean::topk_pooled<4, false><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
+              vectors, n / 4, k, pooled_r, quorum, call_tag, 0, sent, sent_count, kept, state, out);
+        });
       }
+      for (uint32_t quorum : {uint32_t(sms) / 2, uint32_t(sms)}) {
+        run("pooled, 2 sampled first; quorum", quorum, [&] {
+          call_tag = call_tag % 65535 + 1;
+          lean::topk_pooled<2, false, true><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
+              vectors, n / 4, k, pooled_r, quorum, call_tag, 0, sent, sent_count, kept, state, out);
+        });
+        run("pooled, 4 sampled first; quorum", quorum, [&] {
+          call_tag = call_tag % 65535 + 1;
+          lean::topk_pooled<4, false, true><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
+              vectors, n / 4, k, pooled_r, quorum, call_tag, 0, sent, sent_count, kept, state, out);
+        });
+      }
+      stamped([&](unsigned long long* stamps) {
+        lean::topk_pooled<2, false, true><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
+            vectors, n / 4, k, pooled_r, sms / 2, call_tag, 0, sent, sent_count, kept, state, out, stamps);
+      });
       const uint32_t given = lean::key_of(sorted[2 * k - 1]);
       run("pooled's read, bound given; pass", 2 * k, [&] {
-        lean::topk_pooled<<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, 1, 1, 1, given, sent,
-                                                                             sent_count, kept, state, out);
+        lean::topk_pooled<><<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, 1, 1, 1, given, sent,
+                                                                               sent_count, kept, state, out);
       });
       for (uint32_t r : {2u, 3u, 8u, 12u}) {
         if (r * 610 < 2 * k) continue;
