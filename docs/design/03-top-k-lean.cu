@@ -29,7 +29,8 @@ __host__ __device__ __forceinline__ uint32_t key_of(int32_t v) { return uint32_t
 
 struct State {
   uint32_t survivors, arrivals, last_survivors;
-  uint32_t sample_arrivals, bound, bound_tag;  // the pooled bound (topk_pooled)
+  uint32_t sample_arrivals;
+  unsigned long long published;  // the pooled bound (topk_pooled): the call's tag, then the bound
 };
 constexpr int max_blocks = 256, slots = 32;  // a block sends at most `slots` sampled keys
 
@@ -287,9 +288,11 @@ __global__ void __launch_bounds__(threads) topk_lean(const uint4* in, size_t cou
 constexpr size_t staged_bytes = size_t(unroll) * threads * sizeof(uint4);
 constexpr size_t pooled_shared_bytes = std::max(finish_shared_bytes, staged_bytes + 3 * bins * sizeof(uint32_t));
 
+// Sends the sample and counts the block in; returns whether its arrival completed the quorum.
+// Each sent key carries the call's tag in the same 64-bit word, so a reader needs no count.
 template <int sample_vectors>
-__device__ void send_sample(const uint4 (&v)[unroll], uint32_t r, uint32_t* level1, uint32_t* higher, uint32_t* sent,
-                            uint32_t* sent_count, uint32_t tag) {
+__device__ bool send_sample(const uint4 (&v)[unroll], uint32_t r, uint32_t* level1, uint32_t* higher,
+                            unsigned long long* sent, uint32_t tag, uint32_t quorum, State* state) {
   // The threshold: the r-th largest of the threads' own maxima (a subset, so at most the
   // block's r-th largest), to 10 bits short: one histogram entry a thread, not 32.
   __shared__ uint32_t claimed;
@@ -312,55 +315,53 @@ __device__ void send_sample(const uint4 (&v)[unroll], uint32_t r, uint32_t* leve
   uint32_t fine, fine_above;
   find_from_top(level2, higher, r - above, fine, fine_above);
   const uint32_t threshold = (bin << 21) | (fine << 10);
-  uint32_t* mine = sent + blockIdx.x * slots;
+  unsigned long long* mine = sent + blockIdx.x * slots;
   if (most >= threshold) {
 #pragma unroll
     for (int u = 0; u < sample_vectors; ++u)
       for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w})
         if (key_of(int32_t(x)) >= threshold) {
           const uint32_t slot = atomicAdd(&claimed, 1u);
-          if (slot < slots) mine[slot] = key_of(int32_t(x));
+          if (slot < slots) mine[slot] = (static_cast<unsigned long long>(tag) << 32) | key_of(int32_t(x));
         }
   }
+  // The arrival releases the block's sent keys (the barrier puts them before it); thread 0's
+  // warp has no loads in flight yet for its fence to wait for.
+  __shared__ bool draws;
   __syncthreads();
-  if (t == 0)
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(sent_count[blockIdx.x])
-        .store((tag << 16) | min(claimed, uint32_t(slots)), cuda::memory_order_release);
+  if (t == 0) {
+    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> arrivals(state->sample_arrivals);
+    draws = arrivals.fetch_add(1, cuda::memory_order_acq_rel) == quorum - 1;
+  }
+  __syncthreads();
+  return draws;
 }
 
 // The quorum's last block: the k-th largest of every sample sent so far, to the width of one of
 // 2048 bins over the sent keys' range.
-__device__ uint32_t draw_bound(const uint32_t* sent, uint32_t* sent_count, uint32_t k, uint32_t quorum, uint32_t tag,
-                               uint32_t* counts, uint32_t* higher, unsigned long long* stamps) {
+__device__ uint32_t draw_bound(const unsigned long long* sent, uint32_t k, uint32_t tag, uint32_t* counts,
+                               uint32_t* higher, unsigned long long* stamps) {
   auto stamp = [&](int at) {
     if (stamps == nullptr || threadIdx.x != 0) return;
     unsigned long long now;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
     stamps[at] = now;
   };
-  // Two round trips: every block's count at once, then every sent key at once (8 a thread).
+  // One round trip: every slot at once (8 a thread), kept where it carries this call's tag. The
+  // arrivals before this block's are ordered before it, so their keys are all seen.
   static_assert(max_blocks * slots == unroll * threads, "one load a slot");
-  __shared__ uint32_t gathered, sent_here[max_blocks];
+  __shared__ uint32_t gathered;
   const int t = threadIdx.x;
   for (int b = t; b < bins; b += threads) counts[b] = 0;
   if (t == 0) gathered = 0;
-  // Until at least `quorum` blocks' samples are seen (the arrivals that made the quorum are
-  // relaxed, so their samples may show a moment later).
-  for (;;) {
-    uint32_t word = 0;
-    if (t < gridDim.x)
-      word = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(sent_count[t]).load(cuda::memory_order_acquire);
-    const bool seen = t < gridDim.x && word >> 16 == tag;
-    if (t < max_blocks) sent_here[t] = seen ? word & 0xffff : 0;
-    if (__syncthreads_count(seen) >= quorum) break;
-  }
   uint32_t key[unroll];
   bool real[unroll];
 #pragma unroll
   for (int u = 0; u < unroll; ++u) {
     const uint32_t slot = u * threads + t;
-    real[u] = slot / slots < gridDim.x && slot % slots < sent_here[slot / slots];
-    if (real[u]) key[u] = sent[slot];
+    const unsigned long long word = slot < gridDim.x * slots ? sent[slot] : 0;
+    real[u] = word >> 32 == tag;
+    key[u] = uint32_t(word);
   }
   // One histogram over the sent keys' own range, not two levels over the key space.
   __shared__ uint32_t lowest, highest;
@@ -393,35 +394,23 @@ __device__ uint32_t draw_bound(const uint32_t* sent, uint32_t* sent_count, uint3
 
 // Counts the block in; the block that completes the quorum draws the bound and publishes it;
 // every block waits until it is published and returns it.
-template <class Stamp>
-__device__ uint32_t agree_on_bound(uint32_t k, uint32_t quorum, uint32_t tag, const uint32_t* sent,
-                                   uint32_t* sent_count, State* state, uint32_t* level1, unsigned long long* stamps,
-                                   Stamp stamp) {
+// The drawer draws and publishes the bound; every other block waits until it is published. The
+// bound and the call's tag share one 64-bit word, so neither side needs a fence.
+__device__ uint32_t agree_on_bound(bool draws, uint32_t k, uint32_t tag, const unsigned long long* sent, State* state,
+                                   uint32_t* level1, unsigned long long* drawer_stamps) {
   __shared__ uint32_t bound;
-  __shared__ bool draws;
   const int t = threadIdx.x;
-  if (t == 0) {
-    // Relaxed: the samples' visibility comes with their tagged counts (release, acquire), and
-    // a fence here would wait for the second batch's loads in flight.
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> arrivals(state->sample_arrivals);
-    draws = arrivals.fetch_add(1, cuda::memory_order_relaxed) == quorum - 1;
-  }
-  __syncthreads();
-  stamp(2);
+  cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> published(state->published);
   if (draws) {
-    const uint32_t drawn = draw_bound(sent, sent_count, k, quorum, tag, level1, level1 + bins,
-                                      stamps ? stamps + blockIdx.x * 10 + 8 : nullptr);
-    if (t == 0) {
-      cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->bound).store(drawn, cuda::memory_order_relaxed);
-      cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->bound_tag).store(tag, cuda::memory_order_release);
-    }
-    stamp(7);
+    const uint32_t drawn = draw_bound(sent, k, tag, level1, level1 + bins, drawer_stamps);
+    if (t == 0) published.store((static_cast<unsigned long long>(tag) << 32) | drawn, cuda::memory_order_relaxed);
+    return drawn;
   }
   if (t == 0) {
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> published(state->bound_tag);
-    while (published.load(cuda::memory_order_acquire) != tag) {
+    unsigned long long word;
+    while ((word = published.load(cuda::memory_order_relaxed)) >> 32 != tag) {
     }
-    bound = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->bound).load(cuda::memory_order_relaxed);
+    bound = uint32_t(word);
   }
   __syncthreads();
   return bound;
@@ -433,7 +422,7 @@ __device__ uint32_t agree_on_bound(uint32_t k, uint32_t quorum, uint32_t tag, co
 template <int sample_vectors = unroll, bool second_batch = true, bool rest_after_sample = false>
 __global__ void __launch_bounds__(threads)
     topk_pooled(const uint4* in, size_t count, uint32_t k, uint32_t r, uint32_t quorum, uint32_t tag, uint32_t given,
-                uint32_t* sent, uint32_t* sent_count, uint32_t* kept, State* state, int32_t* out,
+                unsigned long long* sent, uint32_t* kept, State* state, int32_t* out,
                 unsigned long long* stamps = nullptr) {
   auto stamp = [&](int at) {
     if (stamps == nullptr || threadIdx.x != 0) return;
@@ -470,13 +459,22 @@ __global__ void __launch_bounds__(threads)
   if (given != 0) {  // the same read with the bound given: what the sample and its wait cost
     load_second_batch();
   } else {
-    send_sample<sample_vectors>(v, r, level1, level1 + bins, sent, sent_count, tag);
-    if (rest_later)
-#pragma unroll
-      for (int u = sample_vectors; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
-    load_second_batch();
+    const bool draws = send_sample<sample_vectors>(v, r, level1, level1 + bins, sent, tag, quorum, state);
     stamp(1);
-    b = agree_on_bound(k, quorum, tag, sent, sent_count, state, level1, stamps, stamp);
+    // The drawer draws before it loads more; the others load while they wait.
+    auto load_more = [&] {
+      if (rest_later)
+#pragma unroll
+        for (int u = sample_vectors; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
+      load_second_batch();
+    };
+    if (!draws) load_more();
+    stamp(2);
+    b = agree_on_bound(draws, k, tag, sent, state, level1, stamps ? stamps + blockIdx.x * 10 + 8 : nullptr);
+    if (draws) {
+      stamp(7);
+      load_more();
+    }
   }
   stamp(3);
   keep_batch<true>(v, b, kept, state);
@@ -496,14 +494,15 @@ int main() {
   for (const void* kernel : {(const void*)lean::topk_lean<false, false>, (const void*)lean::topk_lean<true, false>,
                              (const void*)lean::topk_lean<true, true>, (const void*)lean::topk_lean<true, true, true>})
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::finish_shared_bytes));
-  for (const void* kernel : {(const void*)lean::topk_pooled<>, (const void*)lean::topk_pooled<2, false>,
-                             (const void*)lean::topk_pooled<4, false>, (const void*)lean::topk_pooled<2, false, true>,
-                             (const void*)lean::topk_pooled<4, false, true>})
+  for (const void* kernel :
+       {(const void*)lean::topk_pooled<>, (const void*)lean::topk_pooled<2, false>,
+        (const void*)lean::topk_pooled<4, false>, (const void*)lean::topk_pooled<2, false, true>,
+        (const void*)lean::topk_pooled<4, false, true>, (const void*)lean::topk_pooled<2, true, true>,
+        (const void*)lean::topk_pooled<4, true, true>})
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::pooled_shared_bytes));
-  uint32_t *sent, *sent_count;
-  cudaMalloc(&sent, lean::max_blocks * lean::slots * 4);
-  cudaMalloc(&sent_count, lean::max_blocks * 4);
-  cudaMemset(sent_count, 0, lean::max_blocks * 4);
+  unsigned long long* sent;  // tag 0 is never a call's: zeroed slots are nobody's
+  cudaMalloc(&sent, lean::max_blocks * lean::slots * 8);
+  cudaMemset(sent, 0, lean::max_blocks * lean::slots * 8);
   uint32_t call_tag = 0;
   char* flush_buffer;
   cudaMalloc(&flush_buffer, size_t(256) << 20);
@@ -560,14 +559,16 @@ int main() {
               <<<sms, lean::threads, shared_bytes>>>(vectors, n / 4, k, bound, kept, state, out);
         });
       }
-      for (uint32_t quorum : {uint32_t(sms) / 2, uint32_t(sms) * 3 / 4, uint32_t(sms)}) {
-        const uint32_t r = (2 * k + sms - 1) / sms;
-        run("pooled sample, quorum", quorum, [&] {
+      const uint32_t pooled_r = (2 * k + sms - 1) / sms;
+      auto run_pooled = [&](const char* what, uint32_t quorum, auto kernel) {
+        run(what, quorum, [&, kernel] {
           call_tag = call_tag % 65535 + 1;
-          lean::topk_pooled<><<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, r, quorum, call_tag,
-                                                                                 0, sent, sent_count, kept, state, out);
+          kernel<<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, pooled_r, quorum, call_tag, 0,
+                                                                    sent, kept, state, out, nullptr);
         });
-      }
+      };
+      for (uint32_t quorum : {uint32_t(sms) / 2, uint32_t(sms) * 3 / 4, uint32_t(sms)})
+        run_pooled("pooled sample, quorum", quorum, lean::topk_pooled<>);
       // One stamped call: when each block got where (us from the first block's start).
       auto stamped = [&](auto launch) {
         unsigned long long* stamps;
@@ -582,8 +583,8 @@ int main() {
         unsigned long long first = ~0ull;
         for (int b = 0; b < sms; ++b) first = std::min(first, st[b * 10]);
         const char* names[] = {"start",
-                               "sample sent",
-                               "arrived",
+                               "sample sent, counted in",
+                               "more loads issued",
                                "bound seen",
                                "read done",
                                "last: finish begins",
@@ -600,44 +601,32 @@ int main() {
           printf("    stamp %-20s median %6.2f  last %6.2f us\n", names[at], v[v.size() / 2], v.back());
         }
       };
-      const uint32_t pooled_r = (2 * k + sms - 1) / sms;
       stamped([&](unsigned long long* stamps) {
         lean::topk_pooled<><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
-            vectors, n / 4, k, pooled_r, sms / 2, call_tag, 0, sent, sent_count, kept, state, out, stamps);
+            vectors, n / 4, k, pooled_r, sms / 2, call_tag, 0, sent, kept, state, out, stamps);
       });
       // The sample from the first 2 or 4 vectors a thread, no second batch: the sample in sooner.
       for (uint32_t quorum : {uint32_t(sms) / 2, uint32_t(sms)}) {
-        run("pooled, 2 vectors sampled; quorum", quorum, [&] {
-          call_tag = call_tag % 65535 + 1;
-          lean::topk_pooled<2, false><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
-              vectors, n / 4, k, pooled_r, quorum, call_tag, 0, sent, sent_count, kept, state, out);
-        });
-        run("pooled, 4 vectors sampled; quorum", quorum, [&] {
-          call_tag = call_tag % 65535 + 1;
-          lean::topk_pooled<4, false><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
-              vectors, n / 4, k, pooled_r, quorum, call_tag, 0, sent, sent_count, kept, state, out);
-        });
+        run_pooled("pooled, 2 vectors sampled; quorum", quorum, lean::topk_pooled<2, false>);
+        run_pooled("pooled, 4 vectors sampled; quorum", quorum, lean::topk_pooled<4, false>);
       }
       for (uint32_t quorum : {uint32_t(sms) / 2, uint32_t(sms)}) {
-        run("pooled, 2 sampled first; quorum", quorum, [&] {
-          call_tag = call_tag % 65535 + 1;
-          lean::topk_pooled<2, false, true><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
-              vectors, n / 4, k, pooled_r, quorum, call_tag, 0, sent, sent_count, kept, state, out);
-        });
-        run("pooled, 4 sampled first; quorum", quorum, [&] {
-          call_tag = call_tag % 65535 + 1;
-          lean::topk_pooled<4, false, true><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
-              vectors, n / 4, k, pooled_r, quorum, call_tag, 0, sent, sent_count, kept, state, out);
-        });
+        run_pooled("pooled, 2 sampled first; quorum", quorum, lean::topk_pooled<2, false, true>);
+        run_pooled("pooled, 4 sampled first; quorum", quorum, lean::topk_pooled<4, false, true>);
+      }
+      // The same with a second batch loaded into shared memory while the bound is drawn.
+      for (uint32_t quorum : {uint32_t(sms) / 2, uint32_t(sms)}) {
+        run_pooled("pooled, 2 first, second batch; quorum", quorum, lean::topk_pooled<2, true, true>);
+        run_pooled("pooled, 4 first, second batch; quorum", quorum, lean::topk_pooled<4, true, true>);
       }
       stamped([&](unsigned long long* stamps) {
-        lean::topk_pooled<2, false, true><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
-            vectors, n / 4, k, pooled_r, sms / 2, call_tag, 0, sent, sent_count, kept, state, out, stamps);
+        lean::topk_pooled<2, true, true><<<sms, lean::threads, lean::pooled_shared_bytes>>>(
+            vectors, n / 4, k, pooled_r, sms / 2, call_tag, 0, sent, kept, state, out, stamps);
       });
       const uint32_t given = lean::key_of(sorted[2 * k - 1]);
       run("pooled's read, bound given; pass", 2 * k, [&] {
         lean::topk_pooled<><<<sms, lean::threads, lean::pooled_shared_bytes>>>(vectors, n / 4, k, 1, 1, 1, given, sent,
-                                                                               sent_count, kept, state, out);
+                                                                               kept, state, out);
       });
       for (uint32_t r : {2u, 3u, 8u, 12u}) {
         if (r * 610 < 2 * k) continue;
