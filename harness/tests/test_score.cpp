@@ -37,6 +37,17 @@ const grade::CaseResult& named(const grade::LabResult& result, const std::string
   throw std::invalid_argument("no case " + name);
 }
 
+// The allreduce lab's two timed cases scored from the records given, one each.
+grade::LabResult score_timed(const nlohmann::json& ring, const nlohmann::json& mpi) {
+  const grade::LabSpec lab = allreduce_lab();
+  grade::Reports reports;
+  reports.performance["ring-16MiB"] = {{"ring-16MiB", protocol::Outcome::passed, "", ring}};
+  reports.performance["mpi-16MiB"] = {{"mpi-16MiB", protocol::Outcome::passed, "", mpi}};
+  grade::LabResult result{lab.id, lab.name, lab.title};
+  grade::score_performance(lab, reports, "", result);
+  return result;
+}
+
 }  // namespace
 
 TEST_SUITE("score") {
@@ -99,18 +110,13 @@ TEST_SUITE("score") {
   }
 
   TEST_CASE("a fast, correct call without the lab's lesson (lab 11: no overlap) earns no speed points") {
-    const grade::LabSpec lab = allreduce_lab();
     const nlohmann::json fast = {{"ratio", 1.2},
                                  {"output_ok", true},
                                  {"student", {{"median_ms", 1.0}, {"relative_error", 0.01}}},
                                  {"reference", {{"median_ms", 1.2}, {"relative_error", 0.01}}}};
     nlohmann::json serial = fast;
     serial["lesson_missing"] = "no overlap: your call took 0.98 x its phases one after another";
-    grade::Reports reports;
-    reports.performance["ring-16MiB"] = {{"ring-16MiB", protocol::Outcome::passed, "", fast}};
-    reports.performance["mpi-16MiB"] = {{"mpi-16MiB", protocol::Outcome::passed, "", serial}};
-    grade::LabResult result{lab.id, lab.name, lab.title};
-    grade::score_performance(lab, reports, "", result);
+    const grade::LabResult result = score_timed(fast, serial);
     CHECK(named(result, "ring-16MiB").points == doctest::Approx(20));
     CHECK(named(result, "mpi-16MiB").points == 0);
     CHECK(named(result, "mpi-16MiB").outcome == grade::Outcome::failed);
@@ -118,7 +124,6 @@ TEST_SUITE("score") {
   }
 
   TEST_CASE("a call faster than the peak of the units its record names earns no speed points") {
-    const grade::LabSpec lab = allreduce_lab();
     // 2 * 4096^3 FLOP in 0.1 ms is 1374 TFLOP/s: within no FP32 peak, beyond a 1070 TFLOP/s
     // BF16 tensor-core peak; in 0.2 ms (687 TFLOP/s) it is within the tensor cores' peak.
     const nlohmann::json beyond = {{"ratio", 2.0},
@@ -129,13 +134,30 @@ TEST_SUITE("score") {
     nlohmann::json within = beyond;
     within["ratio"] = 1.0;
     within["student"]["median_ms"] = 0.2;
-    grade::Reports reports;
-    reports.performance["ring-16MiB"] = {{"ring-16MiB", protocol::Outcome::passed, "", beyond}};
-    reports.performance["mpi-16MiB"] = {{"mpi-16MiB", protocol::Outcome::passed, "", within}};
-    grade::LabResult result{lab.id, lab.name, lab.title};
-    grade::score_performance(lab, reports, "", result);
+    const grade::LabResult result = score_timed(beyond, within);
     CHECK(named(result, "ring-16MiB").points == 0);
     CHECK(named(result, "ring-16MiB").message.find("BF16 tensor-core peak") != std::string::npos);
     CHECK(named(result, "mpi-16MiB").points == doctest::Approx(20));
+  }
+
+  TEST_CASE("an unconfirmed report says so when most of the grader's empty calls ran past their ceiling") {
+    const nlohmann::json ceiled = {{"ratio", 0.78},
+                                   {"student",
+                                    {{"median_ms", 1.34},
+                                     {"relative_error", 0.01},
+                                     {"samples", 90},
+                                     {"confirmed", false},
+                                     {"reported_ms", 1.03},
+                                     {"ceiled_empty_calls", 58}}},
+                                   {"reference", {{"median_ms", 1.04}, {"relative_error", 0.01}}}};
+    nlohmann::json within = ceiled;
+    within["student"]["ceiled_empty_calls"] = 3;
+    const grade::LabResult result = score_timed(ceiled, within);
+    const std::string& past = named(result, "ring-16MiB").message;
+    CHECK(past.find("the grader's clock saw at least 1.3400 ms") != std::string::npos);
+    CHECK(past.find("In 58 of 90 samples the grader's own empty call") != std::string::npos);
+    CHECK(named(result, "mpi-16MiB").message.find("empty call") == std::string::npos);
+    // The message changes, the points do not.
+    CHECK(named(result, "ring-16MiB").points == doctest::Approx(named(result, "mpi-16MiB").points));
   }
 }
