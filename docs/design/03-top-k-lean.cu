@@ -27,6 +27,20 @@ constexpr int threads = 1024, unroll = 8, bins = 2048, capacity = 12288;
 
 __host__ __device__ __forceinline__ uint32_t key_of(int32_t v) { return uint32_t(v) ^ 0x80000000u; }
 
+// The shift that spreads [0, span] over the `bins` bins: (span >> shift) < bins.
+__device__ __forceinline__ uint32_t shift_to_bins(uint32_t span) { return span < bins ? 0 : 32 - __clz(span >> 11); }
+
+// The pooled kernel's stamps: thread 0 of each block writes the globaltimer into stamps[at],
+// its block's row being stamps_per_block long (main prints them for one call); nothing when
+// there are no stamps.
+constexpr int stamps_per_block = 10;
+__device__ __forceinline__ void stamp_at(unsigned long long* stamps, uint32_t at) {
+  if (stamps == nullptr || threadIdx.x != 0) return;
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  stamps[at] = now;
+}
+
 struct State {
   uint32_t survivors, arrivals, last_survivors;
   uint32_t sample_arrivals;
@@ -147,7 +161,7 @@ __device__ void finish(const uint32_t* kept, uint32_t count, uint32_t k, uint32_
   __syncthreads();
   if ((t & 31) == 0) atomicMax(&top, local_top);
   __syncthreads();
-  const uint32_t s = top < bins ? 0 : 32 - __clz(top >> 11);  // (top >> s) < 2048
+  const uint32_t s = shift_to_bins(top);
   for (uint32_t i = t; i < count; i += threads) atomicAdd(&bin_count[(keys[i] - bound) >> s], 1u);
   __syncthreads();
   suffix_scan(bin_count, higher);
@@ -341,12 +355,7 @@ __device__ bool send_sample(const uint4 (&v)[unroll], uint32_t r, uint32_t* leve
 // 2048 bins over the sent keys' range.
 __device__ uint32_t draw_bound(const unsigned long long* sent, uint32_t k, uint32_t tag, uint32_t* counts,
                                uint32_t* higher, unsigned long long* stamps) {
-  auto stamp = [&](int at) {
-    if (stamps == nullptr || threadIdx.x != 0) return;
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    stamps[at] = now;
-  };
+  auto stamp = [&](int at) { stamp_at(stamps, at); };
   // One round trip: every slot at once (8 a thread), kept where it carries this call's tag. The
   // arrivals before this block's are ordered before it, so their keys are all seen.
   static_assert(max_blocks * slots == unroll * threads, "one load a slot");
@@ -376,7 +385,7 @@ __device__ uint32_t draw_bound(const unsigned long long* sent, uint32_t k, uint3
   if (t % 32 == 0) atomicMin(&lowest, low), atomicMax(&highest, high);
   __syncthreads();
   const uint32_t span = highest - lowest;
-  const uint32_t shift = span < bins ? 0 : 32 - __clz(span >> 11);  // (span >> shift) < 2048
+  const uint32_t shift = shift_to_bins(span);
 #pragma unroll
   for (int u = 0; u < unroll; ++u)
     if (real[u]) {
@@ -424,12 +433,7 @@ __global__ void __launch_bounds__(threads)
     topk_pooled(const uint4* in, size_t count, uint32_t k, uint32_t r, uint32_t quorum, uint32_t tag, uint32_t given,
                 unsigned long long* sent, uint32_t* kept, State* state, int32_t* out,
                 unsigned long long* stamps = nullptr) {
-  auto stamp = [&](int at) {
-    if (stamps == nullptr || threadIdx.x != 0) return;
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    stamps[blockIdx.x * 10 + at] = now;
-  };
+  auto stamp = [&](int at) { stamp_at(stamps, blockIdx.x * stamps_per_block + at); };
   stamp(0);
   extern __shared__ uint32_t shared[];
   uint4* staged = reinterpret_cast<uint4*>(shared);
@@ -470,7 +474,8 @@ __global__ void __launch_bounds__(threads)
     };
     if (!draws) load_more();
     stamp(2);
-    b = agree_on_bound(draws, k, tag, sent, state, level1, stamps ? stamps + blockIdx.x * 10 + 8 : nullptr);
+    b = agree_on_bound(draws, k, tag, sent, state, level1,
+                       stamps ? stamps + blockIdx.x * stamps_per_block + 8 : nullptr);
     if (draws) {
       stamp(7);
       load_more();
@@ -572,16 +577,16 @@ int main() {
       // One stamped call: when each block got where (us from the first block's start).
       auto stamped = [&](auto launch) {
         unsigned long long* stamps;
-        cudaMalloc(&stamps, sms * 10 * 8);
-        cudaMemset(stamps, 0, sms * 10 * 8);
+        cudaMalloc(&stamps, sms * lean::stamps_per_block * 8);
+        cudaMemset(stamps, 0, sms * lean::stamps_per_block * 8);
         call_tag = call_tag % 65535 + 1;
         cudaMemsetAsync(flush_buffer, 0, size_t(256) << 20);
         launch(stamps);
-        std::vector<unsigned long long> st(sms * 10);
+        std::vector<unsigned long long> st(sms * lean::stamps_per_block);
         cudaMemcpy(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost);
         cudaFree(stamps);
         unsigned long long first = ~0ull;
-        for (int b = 0; b < sms; ++b) first = std::min(first, st[b * 10]);
+        for (int b = 0; b < sms; ++b) first = std::min(first, st[b * lean::stamps_per_block]);
         const char* names[] = {"start",
                                "sample sent, counted in",
                                "more loads issued",
@@ -592,10 +597,11 @@ int main() {
                                "drawer: published",
                                "drawer: keys counted",
                                "drawer: bin found"};
-        for (int at = 0; at < 10; ++at) {
+        for (int at = 0; at < lean::stamps_per_block; ++at) {
           std::vector<double> v;
           for (int b = 0; b < sms; ++b)
-            if (st[b * 10 + at] != 0) v.push_back((st[b * 10 + at] - first) * 1e-3);
+            if (st[b * lean::stamps_per_block + at] != 0)
+              v.push_back((st[b * lean::stamps_per_block + at] - first) * 1e-3);
           if (v.empty()) continue;
           std::sort(v.begin(), v.end());
           printf("    stamp %-20s median %6.2f  last %6.2f us\n", names[at], v[v.size() / 2], v.back());
