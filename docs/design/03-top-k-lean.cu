@@ -911,8 +911,7 @@ int main(int argc, char** argv) {
                              (const void*)lean::topk_held_pooled<7, lean::B::copy_after_arrival>,
                              (const void*)lean::topk_held_pooled<7, lean::B::copy_before_sample, true>,
                              (const void*)lean::topk_held_pooled<7, lean::B::copy_after_arrival, true>,
-                             (const void*)lean::topk_held_pooled<5, lean::B::copy_before_sample, true>,
-                             (const void*)lean::topk_held_pooled<5, lean::B::copy_after_arrival, true>})
+                             (const void*)lean::topk_held_pooled<5, lean::B::copy_before_sample, true>})
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::held_pooled_shared_bytes));
   cudaFuncSetAttribute(lean::topk_onchip_pooled<7>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                        int(lean::onchip_pooled_shared_bytes));
@@ -950,7 +949,7 @@ int main(int argc, char** argv) {
     printf("  empty kernel, cooperative: call %6.2f us, hidden %6.2f us\n",
            timer.alone_us([&] { launch_empty_cooperative(sms); }),
            timer.hidden_us([&] { launch_empty_cooperative(sms); }));
-    if (mode == "held" || mode == "probe") {  // the read at several loads in flight, and a round trip under it
+    if (only_onchip || mode == "probe") {  // the read at several loads in flight, and a round trip under it
       uint32_t *words, *took;
       cudaMalloc(&words, 64 * 64 * 4);
       cudaMemset(words, 0, 64 * 64 * 4);
@@ -1057,27 +1056,25 @@ int main(int argc, char** argv) {
         kernel<<<sms, lean::threads, lean::held_pooled_shared_bytes>>>(vectors, n / 4, k, pooled_r, quorum, call_tag,
                                                                        sent, kept, state, out, stamps);
       };
-      for (uint32_t quorum : {uint32_t(sms) / 2, uint32_t(sms)}) {
-        run("held, 7, B copied before; quorum", quorum,
-            [&] { run_held_pooled(lean::topk_held_pooled<7, lean::B::copy_before_sample>, quorum, nullptr); });
-        run("held, 7, B copied after; quorum", quorum,
-            [&] { run_held_pooled(lean::topk_held_pooled<7, lean::B::copy_after_arrival>, quorum, nullptr); });
-        run("held, 7, copied before, whole rows; q", quorum,
-            [&] { run_held_pooled(lean::topk_held_pooled<7, lean::B::copy_before_sample, true>, quorum, nullptr); });
-        run("held, 7, copied after, whole rows; q", quorum,
-            [&] { run_held_pooled(lean::topk_held_pooled<7, lean::B::copy_after_arrival, true>, quorum, nullptr); });
-        run("held, 5, copied before, whole rows; q", quorum,
-            [&] { run_held_pooled(lean::topk_held_pooled<5, lean::B::copy_before_sample, true>, quorum, nullptr); });
-        run("held, 5, copied after, whole rows; q", quorum,
-            [&] { run_held_pooled(lean::topk_held_pooled<5, lean::B::copy_after_arrival, true>, quorum, nullptr); });
-      }
+      const uint32_t half = sms / 2;
+      auto run_held = [&](const char* what, uint32_t quorum, auto kernel) {
+        run(what, quorum, [&] { run_held_pooled(kernel, quorum, nullptr); });
+      };
+      run_held("held, 7, B in registers after; quorum", half, lean::topk_held_pooled<7, lean::B::registers_after_arrival>);
+      run_held("held, 7, B copied before; quorum", half, lean::topk_held_pooled<7, lean::B::copy_before_sample>);
+      run_held("held, 7, B copied after; quorum", half, lean::topk_held_pooled<7, lean::B::copy_after_arrival>);
+      for (uint32_t quorum : {uint32_t(sms) / 3, half, uint32_t(sms)})
+        run_held("held, 7, copied before, whole rows; q", quorum,
+                 lean::topk_held_pooled<7, lean::B::copy_before_sample, true>);
+      run_held("held, 7, copied after, whole rows; q", half, lean::topk_held_pooled<7, lean::B::copy_after_arrival, true>);
+      run_held("held, 5, copied before, whole rows; q", half, lean::topk_held_pooled<5, lean::B::copy_before_sample, true>);
       const std::vector<const char*> held_steps = {"start", "sample sent, counted in", "the rest issued", "bound seen",
                                                    "kept, counted in", "last: finish begins", "last: end",
                                                    "A and B kept", "drawer: keys counted", "drawer: bin found",
                                                    "drawer: slots loaded"};
       for (auto kernel : {lean::topk_held_pooled<7, lean::B::copy_before_sample, true>,
                           lean::topk_held_pooled<7, lean::B::copy_after_arrival, true>})
-        stamped(held_steps, [&](unsigned long long* stamps) { run_held_pooled(kernel, sms, stamps); });
+        stamped(held_steps, [&](unsigned long long* stamps) { run_held_pooled(kernel, half, stamps); });
       if (only_onchip) continue;
       for (uint32_t passing : {2 * k, 3000u, 4900u}) {
         const uint32_t bound = lean::key_of(sorted[passing - 1]);
