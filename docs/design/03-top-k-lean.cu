@@ -14,7 +14,7 @@
 // from the repository root:
 //   nvcc -O3 -std=c++17 -arch=sm_90 -Ilabs/03-top-k -Iharness/include -Idocs/design \
 //        -o /tmp/lean docs/design/03-top-k-lean.cu
-//   /tmp/lean [onchip | held | probe | reference]   (main says what each runs)
+//   /tmp/lean [onchip | held | probe | reference | shapes]   (main says what each runs)
 #include <cuda_pipeline.h>
 
 #include <cstdio>
@@ -580,6 +580,29 @@ __device__ __forceinline__ void load_and_count(const uint4* in, size_t i, size_t
       for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w}) atomicAdd(&counts[key_of(int32_t(x)) >> 21], 1u);
 }
 
+// The thread's whole share of the input, held: `first_batch` vectors and then the rest of
+// `held_in_shared` into shared memory, and `held_in_registers` into r, every value counted into
+// `counts` on the way in.
+template <int first_batch>
+__device__ __forceinline__ void hold_and_count(const uint4* in, size_t i, size_t count, uint4* held, uint32_t* counts,
+                                               uint4 (&r)[held_in_registers]) {
+  const int t = threadIdx.x;
+  constexpr int second_batch = held_in_shared - first_batch;
+  {
+    uint4 v[first_batch];
+    load_and_count(in, i, count, 0, v, counts);
+#pragma unroll
+    for (int u = 0; u < first_batch; ++u) held[u * threads + t] = v[u];
+  }
+  {
+    uint4 v[second_batch];
+    load_and_count(in, i, count, first_batch, v, counts);
+#pragma unroll
+    for (int u = 0; u < second_batch; ++u) held[(first_batch + u) * threads + t] = v[u];
+  }
+  load_and_count(in, i, count, held_in_shared, r, counts);
+}
+
 template <int first_batch = 7>
 __global__ void __launch_bounds__(threads, 1)
     topk_onchip(const uint4* in, size_t count, uint32_t k, OnchipState* onchip, uint32_t* kept, State* state,
@@ -596,20 +619,8 @@ __global__ void __launch_bounds__(threads, 1)
   for (int b = t; b < bins; b += threads) counts[b] = 0;
   __syncthreads();
   constexpr int second_batch = held_in_shared - first_batch;
-  {
-    uint4 v[first_batch];
-    load_and_count(in, i, count, 0, v, counts);
-#pragma unroll
-    for (int u = 0; u < first_batch; ++u) held[u * threads + t] = v[u];
-  }
-  {
-    uint4 v[second_batch];
-    load_and_count(in, i, count, first_batch, v, counts);
-#pragma unroll
-    for (int u = 0; u < second_batch; ++u) held[(first_batch + u) * threads + t] = v[u];
-  }
   uint4 r[held_in_registers];
-  load_and_count(in, i, count, held_in_shared, r, counts);
+  hold_and_count<first_batch>(in, i, count, held, counts, r);
   __syncthreads();
   stamp(1);
   uint32_t cut, above;
@@ -660,9 +671,6 @@ constexpr int most_gathered = 512;
 constexpr size_t onchip_pooled_shared_bytes = std::max(
     finish_shared_bytes, held_in_shared * threads * sizeof(uint4) + (2 * bins + most_gathered) * sizeof(uint32_t));
 
-constexpr size_t held_pooled_shared_bytes =
-    std::max(finish_shared_bytes, held_in_shared * threads * sizeof(uint4) + 2 * bins * sizeof(uint32_t));
-
 template <int first_batch = 7>
 __global__ void __launch_bounds__(threads, 1)
     topk_onchip_pooled(const uint4* in, size_t count, uint32_t k, uint32_t tag, unsigned long long* sent,
@@ -681,21 +689,8 @@ __global__ void __launch_bounds__(threads, 1)
   for (int b = t; b < bins; b += threads) counts[b] = 0;
   if (t == 0) gathered_count = 0;
   __syncthreads();
-  constexpr int second_batch = held_in_shared - first_batch;
-  {
-    uint4 v[first_batch];
-    load_and_count(in, i, count, 0, v, counts);
-#pragma unroll
-    for (int u = 0; u < first_batch; ++u) held[u * threads + t] = v[u];
-  }
-  {
-    uint4 v[second_batch];
-    load_and_count(in, i, count, first_batch, v, counts);
-#pragma unroll
-    for (int u = 0; u < second_batch; ++u) held[(first_batch + u) * threads + t] = v[u];
-  }
   uint4 r[held_in_registers];
-  load_and_count(in, i, count, held_in_shared, r, counts);
+  hold_and_count<first_batch>(in, i, count, held, counts, r);
   __syncthreads();
   stamp(1);
   uint32_t cut, above;
@@ -766,6 +761,9 @@ __global__ void __launch_bounds__(threads, 1)
 // - copy_after_arrival: by cp.async once the block has counted in (the drawer's once it has
 //   drawn), so that the drawer's loads wait behind none of its own.
 enum class B { registers_after_arrival, copy_before_sample, copy_after_arrival };
+// Held vectors, and the sample's histograms (one or two of `bins`) after them or in B's place.
+constexpr size_t held_pooled_shared_bytes =
+    std::max(finish_shared_bytes, held_in_shared * threads * sizeof(uint4) + 2 * bins * sizeof(uint32_t));
 template <int batch_a, B order, bool whole_rows = false>
 __global__ void __launch_bounds__(threads, 1)
     topk_held_pooled(const uint4* in, size_t count, uint32_t k, uint32_t r, uint32_t quorum, uint32_t tag,
@@ -872,25 +870,15 @@ __global__ void __launch_bounds__(threads) read_with_probe(const uint4* in, size
     if (at == 0x7fffffffu) *sink = at;
     return;
   }
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  uint32_t acc = 0;
-  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  for (; i + (unroll - 1) * stride < count; i += unroll * stride) {
-    uint4 v[unroll];
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) v[u] = __ldcs(in + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  for (; i < count; i += stride) acc ^= __ldcs(in + i).x;
-  if (acc == 0x7fffffffu) *sink = acc;
+  labkit::read_only_loop<unroll>(in, count, sink);
 }
 }  // namespace lean
 
 int main(int argc, char** argv) {
   // "onchip": only the floors, the reference and the kernels that hold the input on chip;
   // "held": of those, only topk_held_pooled; "probe": only the read's round trips (read_with_probe);
-  // "reference": only the floors and the reference
+  // "reference": only the floors and the reference; "shapes": topk_held_pooled's answers checked
+  // at other n, k and inputs, untimed
   const std::string mode = argc > 1 ? argv[1] : "";
   const bool only_onchip = mode == "onchip" || mode == "held";
   int sms;
@@ -941,6 +929,38 @@ int main(int argc, char** argv) {
   CallTimer timer;
   allow_empty_kernel_shared_memory();
   int failures = 0;
+  if (mode == "shapes") {
+    // The held kernel needs A and B whole for every thread (n >= 13 vectors a thread) and holds
+    // at most 19 vectors a thread; the quorum sends at least k keys only while k <= 16 x blocks.
+    const size_t per_vector = size_t(sms) * lean::threads * 4;  // values: one vector a thread
+    int32_t* shapes_in;
+    cudaMalloc(&shapes_in, 19 * per_vector * 4);
+    auto check = [&](size_t count, uint32_t k, const char* kind, auto value_at) {
+      std::vector<int32_t> values(count);
+      for (size_t j = 0; j < count; ++j) values[j] = value_at(j);
+      cudaMemcpy(shapes_in, values.data(), count * 4, cudaMemcpyHostToDevice);
+      std::partial_sort(values.begin(), values.begin() + k, values.end(), std::greater<int32_t>());
+      call_tag = call_tag % 65535 + 1;
+      lean::topk_held_pooled<7, lean::B::copy_before_sample, true><<<sms, lean::threads, lean::held_pooled_shared_bytes>>>(
+          reinterpret_cast<const uint4*>(shapes_in), count / 4, k, (2 * k + sms - 1) / sms, sms / 2, call_tag, sent, kept,
+          state, out);
+      std::vector<int32_t> got(k);
+      cudaMemcpy(got.data(), out, k * 4, cudaMemcpyDeviceToHost);
+      lean::State st;
+      cudaMemcpy(&st, state, sizeof st, cudaMemcpyDeviceToHost);
+      const bool right = cudaGetLastError() == cudaSuccess && std::equal(got.begin(), got.end(), values.begin());
+      printf("  n %8zu k %4u %-12s %8u pass %s\n", count, k, kind, st.last_survivors, right ? "ok" : "WRONG");
+    };
+    std::mt19937 rng(11);
+    for (size_t count : {13 * per_vector, n, 19 * per_vector})
+      for (uint32_t k : {1u, 10u, 1000u, 2000u, 4000u}) {
+        check(count, k, "random", [&](size_t) { return int32_t(rng()); });
+        check(count, k, "ascending", [](size_t j) { return int32_t(j) - (1 << 30); });
+        check(count, k, "descending", [](size_t j) { return (1 << 30) - int32_t(j); });
+        check(count, k, "16 values", [&](size_t) { return int32_t(rng() % 16) * 1000; });
+      }
+    return 0;
+  }
   for (int round = 0; round < 2; ++round) {
     printf("round %d\n", round);
     printf("  read-only kernel:     call %6.2f us, hidden %6.2f us\n",
