@@ -339,9 +339,13 @@ struct Arrival {
 // else to 21 bits short (one histogram; more keys may pass it, and only `slots` are sent).
 // relaxed: the arrival carries no fence, which would wait for every load the block has in flight;
 // it adds the block's count of keys instead, and the drawer waits until that many have landed.
+// candidates (most_candidates keys of shared memory): the keys at or above the threshold are
+// gathered there and the largest `slots` sent; else the first `slots` to claim a slot.
+constexpr int most_candidates = 256;
 template <int sample_vectors, bool two_level = true, bool relaxed = false, class Vector>
 __device__ Arrival send_sample(uint32_t most, Vector vector, uint32_t r, uint32_t* level1, uint32_t* higher,
-                            unsigned long long* sent, uint32_t tag, uint32_t quorum, State* state) {
+                            unsigned long long* sent, uint32_t tag, uint32_t quorum, State* state,
+                            uint32_t* candidates = nullptr) {
   // The threshold: the r-th largest of the threads' own maxima (a subset, so at most the
   // block's r-th largest): one histogram entry a thread, not 32.
   __shared__ uint32_t claimed;
@@ -366,6 +370,7 @@ __device__ Arrival send_sample(uint32_t most, Vector vector, uint32_t r, uint32_
     threshold |= fine << 10;
   }
   unsigned long long* mine = sent + blockIdx.x * slots;
+  auto tagged = [&](uint32_t key) { return (static_cast<unsigned long long>(tag) << 32) | key; };
   if (most >= threshold) {
 #pragma unroll
     for (int u = 0; u < sample_vectors; ++u) {
@@ -373,8 +378,19 @@ __device__ Arrival send_sample(uint32_t most, Vector vector, uint32_t r, uint32_
       for (uint32_t x : {v.x, v.y, v.z, v.w})
         if (key_of(int32_t(x)) >= threshold) {
           const uint32_t slot = atomicAdd(&claimed, 1u);
-          if (slot < slots) mine[slot] = (static_cast<unsigned long long>(tag) << 32) | key_of(int32_t(x));
+          if (candidates == nullptr && slot < slots) mine[slot] = tagged(key_of(int32_t(x)));
+          if (candidates != nullptr && slot < most_candidates) candidates[slot] = key_of(int32_t(x));
         }
+    }
+  }
+  if (candidates != nullptr) {  // the largest `slots` of the (first most_candidates) keys sent
+    __syncthreads();
+    const uint32_t m = min(claimed, uint32_t(most_candidates));
+    if (t < m) {
+      const uint32_t key = candidates[t];
+      uint32_t rank = 0;
+      for (uint32_t j = 0; j < m; ++j) rank += candidates[j] > key || (candidates[j] == key && j < t);
+      if (rank < slots) mine[rank] = tagged(key);
     }
   }
   // Fenced, the arrival releases the block's sent keys (the barrier puts them before it); thread
@@ -761,10 +777,13 @@ __global__ void __launch_bounds__(threads, 1)
 // - copy_after_arrival: by cp.async once the block has counted in (the drawer's once it has
 //   drawn), so that the drawer's loads wait behind none of its own.
 enum class B { registers_after_arrival, copy_before_sample, copy_after_arrival };
-// Held vectors, and the sample's histograms (one or two of `bins`) after them or in B's place.
-constexpr size_t held_pooled_shared_bytes =
-    std::max(finish_shared_bytes, held_in_shared * threads * sizeof(uint4) + 2 * bins * sizeof(uint32_t));
-template <int batch_a, B order, bool whole_rows = false>
+// Held vectors, and the sample's histograms (one or two of `bins`) and its candidates after them
+// or in B's place.
+constexpr size_t held_pooled_shared_bytes = std::max(
+    finish_shared_bytes, held_in_shared * threads * sizeof(uint4) + (2 * bins + most_candidates) * sizeof(uint32_t));
+// spread: A is every third of a thread's 19 vectors (0, 3, ..., 18), B and C the others, so that
+// the sample spans the input; and each block sends the largest keys at or above its threshold.
+template <int batch_a, B order, bool whole_rows = false, bool spread = false>
 __global__ void __launch_bounds__(threads, 1)
     topk_held_pooled(const uint4* in, size_t count, uint32_t k, uint32_t r, uint32_t quorum, uint32_t tag,
                      unsigned long long* sent, uint32_t* kept, State* state, int32_t* out,
@@ -782,10 +801,15 @@ __global__ void __launch_bounds__(threads, 1)
   const int t = threadIdx.x;
   const size_t i = blockIdx.x * size_t(blockDim.x) + t;
   const size_t stride = size_t(gridDim.x) * blockDim.x;
-  // This sketch assumes n = 10^7 on 132 SMs: A and B whole for every thread, C read with a guard.
+  // Without spread, this sketch assumes every thread's B is whole (n >= 13 vectors a thread).
+  static_assert(!spread || (batch_a == 7 && batch_b == 6 && b_by_copy), "spread: A, B and C of 7, 6 and 6");
+  auto a_at = [](int u) { return spread ? 3 * u : u; };
+  auto b_at = [](int u) { return spread ? 3 * u + 1 : batch_a + u; };
+  auto c_at = [](int u) { return spread ? 3 * u + 2 : held_in_shared + u; };
+  const uint4 none = make_uint4(0x80000000u, 0x80000000u, 0x80000000u, 0x80000000u);  // past the input
   auto load = [&](int j) {
     const size_t at = i + j * stride;
-    return at < count ? __ldcs(in + at) : make_uint4(0x80000000u, 0x80000000u, 0x80000000u, 0x80000000u);
+    return at < count ? __ldcs(in + at) : none;
   };
   // whole_rows: the block's row of slots is first written whole (tag 0, nobody's), so that the
   // drawer reads it from L2. Else its sectors that this call writes only in part, and the rows
@@ -796,20 +820,26 @@ __global__ void __launch_bounds__(threads, 1)
   {
     uint4 a[batch_a];
 #pragma unroll
-    for (int u = 0; u < batch_a; ++u) a[u] = load(u);
+    for (int u = 0; u < batch_a; ++u) a[u] = load(a_at(u));
     most = largest_key<batch_a>([&](int u) { return a[u]; });
 #pragma unroll
     for (int u = 0; u < batch_a; ++u) held[u * threads + t] = a[u];
   }
   auto copy_b = [&] {
 #pragma unroll
-    for (int u = 0; u < batch_b; ++u)
-      __pipeline_memcpy_async(held + (batch_a + u) * threads + t, in + i + (batch_a + u) * stride, 16);
+    for (int u = 0; u < batch_b; ++u) {
+      uint4* to = held + (batch_a + u) * threads + t;
+      if (!spread || i + b_at(u) * stride < count)  // without spread, B is whole
+        __pipeline_memcpy_async(to, in + i + b_at(u) * stride, 16);
+      else
+        *to = none;
+    }
     __pipeline_commit();
   };
   if (order == B::copy_before_sample) copy_b();
-  const Arrival arrival = send_sample<batch_a, !b_by_copy, order == B::copy_before_sample>(most, [&](int u) { return held[u * threads + t]; }, r, level1,
-                                                      level1 + bins, sent, tag, quorum, state);
+  const Arrival arrival = send_sample<batch_a, !b_by_copy, order == B::copy_before_sample>(
+      most, [&](int u) { return held[u * threads + t]; }, r, level1, level1 + bins, sent, tag, quorum, state,
+      spread ? level1 + 2 * bins : nullptr);
   stamp(1);
   uint4 c[batch_c];
   auto load_rest = [&] {
@@ -817,12 +847,12 @@ __global__ void __launch_bounds__(threads, 1)
     if (!b_by_copy) {
       uint4 b[batch_b];
 #pragma unroll
-      for (int u = 0; u < batch_b; ++u) b[u] = load(batch_a + u);
+      for (int u = 0; u < batch_b; ++u) b[u] = load(b_at(u));
 #pragma unroll
       for (int u = 0; u < batch_b; ++u) held[(batch_a + u) * threads + t] = b[u];
     }
 #pragma unroll
-    for (int u = 0; u < batch_c; ++u) c[u] = load(held_in_shared + u);
+    for (int u = 0; u < batch_c; ++u) c[u] = load(c_at(u));
   };
   if (!arrival.draws) load_rest();  // the drawer draws first: the others wait on it
   stamp(2);
@@ -839,8 +869,7 @@ __global__ void __launch_bounds__(threads, 1)
     uint4 v[group];
 #pragma unroll
     for (int u = 0; u < group; ++u)
-      v[u] = g + u < held_in_shared ? held[(g + u) * threads + t]
-                                    : make_uint4(0x80000000u, 0x80000000u, 0x80000000u, 0x80000000u);
+      v[u] = g + u < held_in_shared ? held[(g + u) * threads + t] : none;
     keep_batch<true>(v, bound, kept, state);
   }
   stamp(7);
@@ -899,7 +928,8 @@ int main(int argc, char** argv) {
                              (const void*)lean::topk_held_pooled<7, lean::B::copy_after_arrival>,
                              (const void*)lean::topk_held_pooled<7, lean::B::copy_before_sample, true>,
                              (const void*)lean::topk_held_pooled<7, lean::B::copy_after_arrival, true>,
-                             (const void*)lean::topk_held_pooled<5, lean::B::copy_before_sample, true>})
+                             (const void*)lean::topk_held_pooled<5, lean::B::copy_before_sample, true>,
+                             (const void*)lean::topk_held_pooled<7, lean::B::copy_before_sample, true, true>})
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(lean::held_pooled_shared_bytes));
   cudaFuncSetAttribute(lean::topk_onchip_pooled<7>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                        int(lean::onchip_pooled_shared_bytes));
@@ -930,26 +960,32 @@ int main(int argc, char** argv) {
   allow_empty_kernel_shared_memory();
   int failures = 0;
   if (mode == "shapes") {
-    // The held kernel needs A and B whole for every thread (n >= 13 vectors a thread) and holds
-    // at most 19 vectors a thread; the quorum sends at least k keys only while k <= 16 x blocks.
+    // The held kernel holds at most 19 vectors a thread, and without spread needs B whole for
+    // every thread (n >= 13 vectors a thread); the quorum sends k keys only while k <= 16 x blocks.
     const size_t per_vector = size_t(sms) * lean::threads * 4;  // values: one vector a thread
     int32_t* shapes_in;
     cudaMalloc(&shapes_in, 19 * per_vector * 4);
+    // The held kernel's plain form and its spread form on the same input.
     auto check = [&](size_t count, uint32_t k, const char* kind, auto value_at) {
       std::vector<int32_t> values(count);
       for (size_t j = 0; j < count; ++j) values[j] = value_at(j);
       cudaMemcpy(shapes_in, values.data(), count * 4, cudaMemcpyHostToDevice);
       std::partial_sort(values.begin(), values.begin() + k, values.end(), std::greater<int32_t>());
-      call_tag = call_tag % 65535 + 1;
-      lean::topk_held_pooled<7, lean::B::copy_before_sample, true><<<sms, lean::threads, lean::held_pooled_shared_bytes>>>(
-          reinterpret_cast<const uint4*>(shapes_in), count / 4, k, (2 * k + sms - 1) / sms, sms / 2, call_tag, sent, kept,
-          state, out);
-      std::vector<int32_t> got(k);
-      cudaMemcpy(got.data(), out, k * 4, cudaMemcpyDeviceToHost);
-      lean::State st;
-      cudaMemcpy(&st, state, sizeof st, cudaMemcpyDeviceToHost);
-      const bool right = cudaGetLastError() == cudaSuccess && std::equal(got.begin(), got.end(), values.begin());
-      printf("  n %8zu k %4u %-12s %8u pass %s\n", count, k, kind, st.last_survivors, right ? "ok" : "WRONG");
+      printf("  n %8zu k %4u %-12s", count, k, kind);
+      for (auto kernel : {lean::topk_held_pooled<7, lean::B::copy_before_sample, true>,
+                          lean::topk_held_pooled<7, lean::B::copy_before_sample, true, true>}) {
+        call_tag = call_tag % 65535 + 1;
+        kernel<<<sms, lean::threads, lean::held_pooled_shared_bytes>>>(reinterpret_cast<const uint4*>(shapes_in),
+                                                                       count / 4, k, (2 * k + sms - 1) / sms, sms / 2,
+                                                                       call_tag, sent, kept, state, out, nullptr);
+        std::vector<int32_t> got(k);
+        cudaMemcpy(got.data(), out, k * 4, cudaMemcpyDeviceToHost);
+        lean::State st;
+        cudaMemcpy(&st, state, sizeof st, cudaMemcpyDeviceToHost);
+        const bool right = cudaGetLastError() == cudaSuccess && std::equal(got.begin(), got.end(), values.begin());
+        printf(" %9u pass %-5s", st.last_survivors, right ? "ok" : "WRONG");
+      }
+      printf("\n");
     };
     std::mt19937 rng(11);
     for (size_t count : {13 * per_vector, n, 19 * per_vector})
@@ -1088,6 +1124,8 @@ int main(int argc, char** argv) {
                  lean::topk_held_pooled<7, lean::B::copy_before_sample, true>);
       run_held("held, 7, copied after, whole rows; q", half, lean::topk_held_pooled<7, lean::B::copy_after_arrival, true>);
       run_held("held, 5, copied before, whole rows; q", half, lean::topk_held_pooled<5, lean::B::copy_before_sample, true>);
+      run_held("held, 7, before, whole rows, spread; q", half,
+               lean::topk_held_pooled<7, lean::B::copy_before_sample, true, true>);
       const std::vector<const char*> held_steps = {"start", "sample sent, counted in", "the rest issued", "bound seen",
                                                    "kept, counted in", "last: finish begins", "last: end",
                                                    "A and B kept", "drawer: keys counted", "drawer: bin found",
