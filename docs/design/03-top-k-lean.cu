@@ -48,7 +48,7 @@ struct State {
   uint32_t survivors, arrivals, last_survivors;
   uint32_t sample_arrivals;
   unsigned long long sample_tally;  // relaxed arrivals (send_sample): blocks << 32 | keys sent
-  unsigned long long published;  // the pooled bound (topk_pooled): the call's tag, then the bound
+  unsigned long long published;     // the pooled bound (topk_pooled): the call's tag, then the bound
 };
 constexpr int max_blocks = 256, slots = 32;  // a block sends at most `slots` sampled keys
 
@@ -316,7 +316,6 @@ constexpr size_t pooled_shared_bytes = std::max(finish_shared_bytes, staged_byte
 
 // Sends the sample and counts the block in; returns whether its arrival completed the quorum.
 // Each sent key carries the call's tag in the same 64-bit word, so a reader needs no count.
-// vector(u) gives the thread's u-th sampled vector.
 // The largest key of the thread's first `sample_vectors` vectors; vector(u) gives the u-th.
 template <int sample_vectors, class Vector>
 __device__ __forceinline__ uint32_t largest_key(Vector vector) {
@@ -324,7 +323,8 @@ __device__ __forceinline__ uint32_t largest_key(Vector vector) {
 #pragma unroll
   for (int u = 0; u < sample_vectors; ++u) {
     const uint4 v = vector(u);
-    most = max(most, max(max(key_of(int32_t(v.x)), key_of(int32_t(v.y))), max(key_of(int32_t(v.z)), key_of(int32_t(v.w)))));
+    most = max(most,
+               max(max(key_of(int32_t(v.x)), key_of(int32_t(v.y))), max(key_of(int32_t(v.z)), key_of(int32_t(v.w)))));
   }
   return most;
 }
@@ -344,8 +344,8 @@ struct Arrival {
 constexpr int most_candidates = 256;
 template <int sample_vectors, bool two_level = true, bool relaxed = false, class Vector>
 __device__ Arrival send_sample(uint32_t most, Vector vector, uint32_t r, uint32_t* level1, uint32_t* higher,
-                            unsigned long long* sent, uint32_t tag, uint32_t quorum, State* state,
-                            uint32_t* candidates = nullptr) {
+                               unsigned long long* sent, uint32_t tag, uint32_t quorum, State* state,
+                               uint32_t* candidates = nullptr) {
   // The threshold: the r-th largest of the threads' own maxima (a subset, so at most the
   // block's r-th largest): one histogram entry a thread, not 32.
   __shared__ uint32_t claimed;
@@ -532,8 +532,9 @@ __global__ void __launch_bounds__(threads)
   if (given != 0) {  // the same read with the bound given: what the sample and its wait cost
     load_second_batch();
   } else {
-    const Arrival arrival = send_sample<sample_vectors>(largest_key<sample_vectors>([&](int u) { return v[u]; }),
-                                                   [&](int u) { return v[u]; }, r, level1, level1 + bins, sent, tag, quorum, state);
+    const Arrival arrival = send_sample<sample_vectors>(
+        largest_key<sample_vectors>([&](int u) { return v[u]; }), [&](int u) { return v[u]; }, r, level1, level1 + bins,
+        sent, tag, quorum, state);
     stamp(1);
     // The drawer draws before it loads more; the others load while they wait.
     auto load_more = [&] {
@@ -572,7 +573,7 @@ __global__ void __launch_bounds__(threads)
 // the values it holds in that bin and above, and the last block ranks them.
 constexpr int held_in_shared = 13, held_in_registers = 6;
 constexpr size_t onchip_shared_bytes =
-    std::max(finish_shared_bytes, held_in_shared * threads * sizeof(uint4) + 2 * bins * sizeof(uint32_t));
+    std::max(finish_shared_bytes, sizeof(uint4) * held_in_shared * threads + 2 * bins * sizeof(uint32_t));
 
 struct OnchipState {
   uint32_t bins_above_cuts[bins];  // the blocks' counts, each bin at or above the block's cut
@@ -685,7 +686,7 @@ __global__ void __launch_bounds__(threads, 1)
 // or above the bound keeps from them; any other reads all it holds again.
 constexpr int most_gathered = 512;
 constexpr size_t onchip_pooled_shared_bytes = std::max(
-    finish_shared_bytes, held_in_shared * threads * sizeof(uint4) + (2 * bins + most_gathered) * sizeof(uint32_t));
+    finish_shared_bytes, sizeof(uint4) * held_in_shared * threads + (2 * bins + most_gathered) * sizeof(uint32_t));
 
 template <int first_batch = 7>
 __global__ void __launch_bounds__(threads, 1)
@@ -740,8 +741,8 @@ __global__ void __launch_bounds__(threads, 1)
   }
   __syncthreads();
   stamp(2);
-  const uint32_t bound =
-      agree_on_bound({draws, 0}, k, tag, sent, state, counts, stamps ? stamps + blockIdx.x * stamps_per_block + 8 : nullptr);
+  const uint32_t bound = agree_on_bound({draws, 0}, k, tag, sent, state, counts,
+                                        stamps ? stamps + blockIdx.x * stamps_per_block + 8 : nullptr);
   stamp(3);
   if (gathered_count <= most_gathered && bound >= cut << 21) {
     const bool passes = t < m && gathered[t] >= bound;
@@ -780,7 +781,7 @@ enum class B { registers_after_arrival, copy_before_sample, copy_after_arrival }
 // Held vectors, and the sample's histograms (one or two of `bins`) and its candidates after them
 // or in B's place.
 constexpr size_t held_pooled_shared_bytes = std::max(
-    finish_shared_bytes, held_in_shared * threads * sizeof(uint4) + (2 * bins + most_candidates) * sizeof(uint32_t));
+    finish_shared_bytes, sizeof(uint4) * held_in_shared * threads + (2 * bins + most_candidates) * sizeof(uint32_t));
 // spread: A is every third of a thread's 19 vectors (0, 3, ..., 18), B and C the others, so that
 // the sample spans the input; and each block sends the largest keys at or above its threshold.
 template <int batch_a, B order, bool whole_rows = false, bool spread = false>
@@ -856,8 +857,8 @@ __global__ void __launch_bounds__(threads, 1)
   };
   if (!arrival.draws) load_rest();  // the drawer draws first: the others wait on it
   stamp(2);
-  const uint32_t bound =
-      agree_on_bound(arrival, k, tag, sent, state, level1, stamps ? stamps + blockIdx.x * stamps_per_block + 8 : nullptr);
+  const uint32_t bound = agree_on_bound(arrival, k, tag, sent, state, level1,
+                                        stamps ? stamps + blockIdx.x * stamps_per_block + 8 : nullptr);
   if (arrival.draws) load_rest();
   stamp(3);
   if (b_by_copy) __pipeline_wait_prior(0);
@@ -868,8 +869,7 @@ __global__ void __launch_bounds__(threads, 1)
   for (int g = 0; g < held_in_shared; g += group) {
     uint4 v[group];
 #pragma unroll
-    for (int u = 0; u < group; ++u)
-      v[u] = g + u < held_in_shared ? held[(g + u) * threads + t] : none;
+    for (int u = 0; u < group; ++u) v[u] = g + u < held_in_shared ? held[(g + u) * threads + t] : none;
     keep_batch<true>(v, bound, kept, state);
   }
   stamp(7);
@@ -884,8 +884,8 @@ __global__ void __launch_bounds__(threads, 1)
 // took[]: `probes` chains, one after another, from the kernel's start.
 constexpr int probes = 24, chain = 8;
 template <int unroll>
-__global__ void __launch_bounds__(threads) read_with_probe(const uint4* in, size_t count, const uint32_t* words,
-                                                           uint32_t* took, uint32_t* sink) {
+__global__ void __launch_bounds__(threads)
+    read_with_probe(const uint4* in, size_t count, const uint32_t* words, uint32_t* took, uint32_t* sink) {
   if (blockIdx.x == 0 && threadIdx.x >= threads - 32) {
     if (threadIdx.x != threads - 32) return;
     uint32_t at = 0;
@@ -1049,7 +1049,16 @@ int main(int argc, char** argv) {
       const auto* vectors = reinterpret_cast<const uint4*>(in);
       const size_t shared_bytes = lean::finish_shared_bytes;
       // One stamped call: when each block got where (us from the first block's start).
-      const std::vector<const char*> pooled_steps = {"start", "sample sent, counted in", "more loads issued", "bound seen", "read done", "last: finish begins", "last: end", "drawer: published", "drawer: keys counted", "drawer: bin found"};
+      const std::vector<const char*> pooled_steps = {"start",
+                                                     "sample sent, counted in",
+                                                     "more loads issued",
+                                                     "bound seen",
+                                                     "read done",
+                                                     "last: finish begins",
+                                                     "last: end",
+                                                     "drawer: published",
+                                                     "drawer: keys counted",
+                                                     "drawer: bin found"};
       auto stamped = [&](const std::vector<const char*>& names, auto launch) {
         unsigned long long* stamps;
         cudaMalloc(&stamps, sms * lean::stamps_per_block * 8);
@@ -1081,30 +1090,30 @@ int main(int argc, char** argv) {
           }
       };
       if (mode != "held") {
-      // The whole input held on chip, the bound agreed after the read.
-      run("on chip, 7 + 6 shared + 6 registers", 7, [&] {
-        lean::topk_onchip<7><<<sms, lean::threads, lean::onchip_shared_bytes>>>(vectors, n / 4, k, onchip, kept,
-                                                                               state, out);
-      });
-      run("on chip, 4 + 9 shared + 6 registers", 4, [&] {
-        lean::topk_onchip<4><<<sms, lean::threads, lean::onchip_shared_bytes>>>(vectors, n / 4, k, onchip, kept,
-                                                                               state, out);
-      });
-      stamped({"start", "read and counted", "every block's counts in", "bound found", "kept, counted in",
-               "last: finish begins", "last: end"},
-              [&](unsigned long long* stamps) {
-                lean::topk_onchip<7><<<sms, lean::threads, lean::onchip_shared_bytes>>>(vectors, n / 4, k, onchip,
-                                                                                       kept, state, out, stamps);
-              });
-      auto run_onchip_pooled = [&](unsigned long long* stamps) {
-        call_tag = call_tag % 65535 + 1;
-        lean::topk_onchip_pooled<7><<<sms, lean::threads, lean::onchip_pooled_shared_bytes>>>(
-            vectors, n / 4, k, call_tag, sent, kept, state, out, stamps);
-      };
-      run("on chip, each block's largest pooled", 32, [&] { run_onchip_pooled(nullptr); });
-      stamped({"start", "read and counted", "largest sent, counted in", "bound seen", "kept, counted in",
-               "last: finish begins", "last: end", "", "drawer: keys counted", "drawer: bin found"},
-              run_onchip_pooled);
+        // The whole input held on chip, the bound agreed after the read.
+        run("on chip, 7 + 6 shared + 6 registers", 7, [&] {
+          lean::topk_onchip<7>
+              <<<sms, lean::threads, lean::onchip_shared_bytes>>>(vectors, n / 4, k, onchip, kept, state, out);
+        });
+        run("on chip, 4 + 9 shared + 6 registers", 4, [&] {
+          lean::topk_onchip<4>
+              <<<sms, lean::threads, lean::onchip_shared_bytes>>>(vectors, n / 4, k, onchip, kept, state, out);
+        });
+        stamped({"start", "read and counted", "every block's counts in", "bound found", "kept, counted in",
+                 "last: finish begins", "last: end"},
+                [&](unsigned long long* stamps) {
+                  lean::topk_onchip<7><<<sms, lean::threads, lean::onchip_shared_bytes>>>(vectors, n / 4, k, onchip,
+                                                                                          kept, state, out, stamps);
+                });
+        auto run_onchip_pooled = [&](unsigned long long* stamps) {
+          call_tag = call_tag % 65535 + 1;
+          lean::topk_onchip_pooled<7><<<sms, lean::threads, lean::onchip_pooled_shared_bytes>>>(
+              vectors, n / 4, k, call_tag, sent, kept, state, out, stamps);
+        };
+        run("on chip, each block's largest pooled", 32, [&] { run_onchip_pooled(nullptr); });
+        stamped({"start", "read and counted", "largest sent, counted in", "bound seen", "kept, counted in",
+                 "last: finish begins", "last: end", "", "drawer: keys counted", "drawer: bin found"},
+                run_onchip_pooled);
       }
       const uint32_t pooled_r = (2 * k + sms - 1) / sms;
       auto run_held_pooled = [&](auto kernel, uint32_t quorum, unsigned long long* stamps) {
@@ -1116,19 +1125,29 @@ int main(int argc, char** argv) {
       auto run_held = [&](const char* what, uint32_t quorum, auto kernel) {
         run(what, quorum, [&] { run_held_pooled(kernel, quorum, nullptr); });
       };
-      run_held("held, 7, B in registers after; quorum", half, lean::topk_held_pooled<7, lean::B::registers_after_arrival>);
+      run_held("held, 7, B in registers after; quorum", half,
+               lean::topk_held_pooled<7, lean::B::registers_after_arrival>);
       run_held("held, 7, B copied before; quorum", half, lean::topk_held_pooled<7, lean::B::copy_before_sample>);
       run_held("held, 7, B copied after; quorum", half, lean::topk_held_pooled<7, lean::B::copy_after_arrival>);
       for (uint32_t quorum : {uint32_t(sms) / 3, half, uint32_t(sms)})
         run_held("held, 7, copied before, whole rows; q", quorum,
                  lean::topk_held_pooled<7, lean::B::copy_before_sample, true>);
-      run_held("held, 7, copied after, whole rows; q", half, lean::topk_held_pooled<7, lean::B::copy_after_arrival, true>);
-      run_held("held, 5, copied before, whole rows; q", half, lean::topk_held_pooled<5, lean::B::copy_before_sample, true>);
+      run_held("held, 7, copied after, whole rows; q", half,
+               lean::topk_held_pooled<7, lean::B::copy_after_arrival, true>);
+      run_held("held, 5, copied before, whole rows; q", half,
+               lean::topk_held_pooled<5, lean::B::copy_before_sample, true>);
       run_held("held, 7, before, whole rows, spread; q", half,
                lean::topk_held_pooled<7, lean::B::copy_before_sample, true, true>);
-      const std::vector<const char*> held_steps = {"start", "sample sent, counted in", "the rest issued", "bound seen",
-                                                   "kept, counted in", "last: finish begins", "last: end",
-                                                   "A and B kept", "drawer: keys counted", "drawer: bin found",
+      const std::vector<const char*> held_steps = {"start",
+                                                   "sample sent, counted in",
+                                                   "the rest issued",
+                                                   "bound seen",
+                                                   "kept, counted in",
+                                                   "last: finish begins",
+                                                   "last: end",
+                                                   "A and B kept",
+                                                   "drawer: keys counted",
+                                                   "drawer: bin found",
                                                    "drawer: slots loaded"};
       for (auto kernel : {lean::topk_held_pooled<7, lean::B::copy_before_sample, true>,
                           lean::topk_held_pooled<7, lean::B::copy_after_arrival, true>})
