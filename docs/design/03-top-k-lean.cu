@@ -335,6 +335,17 @@ struct Arrival {
   uint32_t keys_sent;
 };
 
+// Sends the largest `slots` of keys[0, m) (m <= threads) into the block's row, each tagged with
+// the call: each key's place is the number of keys that come before it, ties by index.
+__device__ __forceinline__ void send_largest(const uint32_t* keys, uint32_t m, uint32_t tag, unsigned long long* row) {
+  const uint32_t t = threadIdx.x;
+  if (t >= m) return;
+  const uint32_t key = keys[t];
+  uint32_t rank = 0;
+  for (uint32_t j = 0; j < m; ++j) rank += keys[j] > key || (keys[j] == key && j < t);
+  if (rank < slots) row[rank] = (static_cast<unsigned long long>(tag) << 32) | key;
+}
+
 // most: the thread's largest sampled key. two_level: the threshold to 10 bits short of the key;
 // else to 21 bits short (one histogram; more keys may pass it, and only `slots` are sent).
 // relaxed: the arrival carries no fence, which would wait for every load the block has in flight;
@@ -385,13 +396,7 @@ __device__ Arrival send_sample(uint32_t most, Vector vector, uint32_t r, uint32_
   }
   if (candidates != nullptr) {  // the largest `slots` of the (first most_candidates) keys sent
     __syncthreads();
-    const uint32_t m = min(claimed, uint32_t(most_candidates));
-    if (t < m) {
-      const uint32_t key = candidates[t];
-      uint32_t rank = 0;
-      for (uint32_t j = 0; j < m; ++j) rank += candidates[j] > key || (candidates[j] == key && j < t);
-      if (rank < slots) mine[rank] = tagged(key);
-    }
+    send_largest(candidates, min(claimed, uint32_t(most_candidates)), tag, mine);
   }
   // Fenced, the arrival releases the block's sent keys (the barrier puts them before it); thread
   // 0's warp has no loads in flight yet for its fence to wait for.
@@ -727,12 +732,7 @@ __global__ void __launch_bounds__(threads, 1)
   for (int u = 0; u < held_in_shared; ++u) gather(held[u * threads + t], u);
   __syncthreads();
   const uint32_t m = min(gathered_count, uint32_t(most_gathered));
-  if (t < m) {  // its place among the gathered; the largest `slots` are sent
-    const uint32_t key = gathered[t];
-    uint32_t rank = 0;
-    for (uint32_t j = 0; j < m; ++j) rank += gathered[j] > key || (gathered[j] == key && j < t);
-    if (rank < slots) sent[blockIdx.x * slots + rank] = (static_cast<unsigned long long>(tag) << 32) | key;
-  }
+  send_largest(gathered, m, tag, sent + blockIdx.x * slots);
   __shared__ bool draws;
   __syncthreads();
   if (t == 0) {
@@ -1081,7 +1081,7 @@ int main(int argc, char** argv) {
           printf("    stamp %-20s median %6.2f  last %6.2f us\n", names[at], v[v.size() / 2], v.back());
         }
         for (int b = 0; b < sms; ++b)  // the drawer's own row: its stamps past 7 are set
-          if (lean::stamps_per_block > 8 && st[b * lean::stamps_per_block + 8] != 0) {
+          if (st[b * lean::stamps_per_block + 8] != 0) {
             printf("    the drawer's own stamps:");
             for (int at = 0; at < int(names.size()); ++at)
               if (st[b * lean::stamps_per_block + at] != 0)
