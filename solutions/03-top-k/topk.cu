@@ -45,10 +45,12 @@
 #include "topk.h"
 
 #include <cooperative_groups.h>
+#include <cuda_pipeline.h>
 #include <cuda/atomic>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <mutex>
@@ -971,10 +973,423 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
                          histogram, results);
 }
 
+// ---- Inputs that fit on chip: each block holds its share while the bound is drawn ----
+//
+// From about 7 to 10.3 million values on 132 SMs, the whole input fits in the SMs' shared memory
+// and registers: one block of 1024 threads an SM holds 19 vectors a thread, 13 in shared memory
+// and 6 in registers. Holding it removes the reference's limit there: a block that waits for the
+// bound waits with its data already loaded, so the read never stops, and the values are kept
+// from shared memory once the bound is known. The bound is drawn from a pool: each block sends
+// up to 32 of its largest first-batch values and counts itself in, and the block that completes
+// the quorum draws the k-th largest of what was sent (a subset of the input: a lower bound,
+// always right). Blocks append the values at or above it to one list; the last to finish ranks
+// the list when it holds, and otherwise (sorted runs, heavy ties: the pool starved) calls every
+// block to an exact radix select over what they still hold, with grid barriers.
+struct HeldTuning {
+  static constexpr int threads_per_block = 1024;
+  static constexpr int sampled_vectors = 7;   // loaded into registers, sampled, then into shared memory
+  static constexpr int copied_vectors = 6;    // cp.async into shared memory while the sample is sent
+  static constexpr int register_vectors = 6;  // loaded while the bound is drawn, kept in registers
+  static constexpr int pool_slots = 32;       // keys a block sends to the pool
+  static constexpr int quorum_percent = 50;   // waiting for every block cost 0.3-1.3 us
+  static constexpr uint32_t list_capacity = TopkTuning::shared_finish_capacity;
+};
+
+namespace held {
+constexpr int threads = HeldTuning::threads_per_block;
+constexpr int batch_a = HeldTuning::sampled_vectors, batch_b = HeldTuning::copied_vectors;
+constexpr int batch_c = HeldTuning::register_vectors;
+constexpr int in_shared = batch_a + batch_b;
+constexpr int vectors_per_thread = in_shared + batch_c;
+constexpr int slots = HeldTuning::pool_slots;
+constexpr uint32_t list_capacity = HeldTuning::list_capacity;
+constexpr int max_blocks = 256;                          // the drawer reads every slot at once
+constexpr int slots_per_thread = max_blocks * slots / threads;
+static_assert(bin_count == 2 * threads, "scans take two bins a thread");
+// The held vectors and two histograms; the last block's finish reuses the same memory.
+constexpr size_t finish_shared_bytes = (2 * list_capacity + 3 * bin_count) * sizeof(uint32_t);
+constexpr size_t holding_shared_bytes = size_t(in_shared) * threads * sizeof(uint4) + 2 * bin_count * sizeof(uint32_t);
+constexpr size_t shared_bytes = std::max(holding_shared_bytes, finish_shared_bytes);
+constexpr uint4 none = {0x80000000u, 0x80000000u, 0x80000000u, 0x80000000u};  // past the input (never kept)
+
+enum Plan : uint32_t { plan_ranked_list = 1, plan_exact_select = 2 };
+
+// The tagged words carry the call's tag in their top half, so a reader knows a word is this
+// call's without a fence or a reset between calls. The counters are zeroed by the call's last
+// block once every block is done with them.
+struct State {
+  unsigned long long sample_tally;  // blocks counted in << 32 | keys they sent
+  unsigned long long published;     // tag << 32 | the bound
+  unsigned long long plan;          // tag << 32 | Plan
+  uint32_t survivors;               // values appended to the list (past its capacity: the exact select)
+  uint32_t arrivals;                // blocks done keeping
+  uint32_t histogram[digit_count][bin_count];  // the exact select's digits
+  unsigned long long pool[max_blocks * slots];  // tag << 32 | key
+};
+
+__device__ __forceinline__ unsigned long long tagged(uint32_t tag, uint32_t word) {
+  return (static_cast<unsigned long long>(tag) << 32) | word;
+}
+__device__ __forceinline__ cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> device_word(
+    unsigned long long& word) {
+  return cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word);
+}
+__device__ __forceinline__ uint32_t max_key(uint4 v) {
+  return max(max(to_key(int32_t(v.x)), to_key(int32_t(v.y))), max(to_key(int32_t(v.z)), to_key(int32_t(v.w))));
+}
+
+// higher[b] = the counts in bins above b, two bins a thread scanned from the top; ends synced.
+__device__ void suffix_scan(const uint32_t* counts, uint32_t* higher) {
+  using BlockScan = cub::BlockScan<uint32_t, threads, cub::BLOCK_SCAN_WARP_SCANS>;  // little shared memory
+  __shared__ typename BlockScan::TempStorage scan_storage;
+  const int top = bin_count - 1 - 2 * int(threadIdx.x);
+  const uint32_t pair = counts[top] + counts[top - 1];
+  uint32_t above = 0;
+  BlockScan(scan_storage).ExclusiveSum(pair, above);
+  higher[top] = above;
+  higher[top - 1] = above + counts[top];
+  __syncthreads();
+}
+
+// The bin of `counts` (shared) that holds the rank-th largest, and how many lie above it; bin 0
+// and 0 above when fewer than rank are counted. Every thread gets the answer.
+__device__ BucketChoice find_from_top(const uint32_t* counts, uint32_t* higher, uint32_t rank) {
+  __shared__ BucketChoice choice;
+  if (threadIdx.x == 0) choice = {0, 0, 0, false};
+  suffix_scan(counts, higher);
+  for (int b = threadIdx.x; b < bin_count; b += threads)
+    if (higher[b] < rank && higher[b] + counts[b] >= rank) choice = {uint32_t(b), higher[b], counts[b], true};
+  __syncthreads();
+  return choice;
+}
+
+// Where a thread's vectors are: u < batch_a + batch_b in shared memory (held[u * threads + t]),
+// the rest in its registers. Only C can run past the input: its first `valid_c` vectors hold.
+struct Held {
+  const uint4* shared;
+  uint4 c[batch_c];
+  int valid_c;
+};
+
+// Calls visit(v, valid) on the thread's held vectors three at a time (so that C's registers
+// stay free of spills), the whole warp together.
+template <class Visit>
+__device__ __forceinline__ void for_each_held_group(const Held& held, Visit visit) {
+  constexpr int group = 3;
+  static_assert(batch_c % group == 0, "whole groups in registers");
+#pragma unroll
+  for (int g = 0; g < in_shared; g += group) {
+    uint4 v[group];
+#pragma unroll
+    for (int u = 0; u < group; ++u) v[u] = g + u < in_shared ? held.shared[(g + u) * threads + threadIdx.x] : none;
+    visit(v, in_shared - g);
+  }
+#pragma unroll
+  for (int g = 0; g < batch_c; g += group) {
+    uint4 v[group];
+#pragma unroll
+    for (int u = 0; u < group; ++u) v[u] = held.c[g + u];
+    visit(v, held.valid_c - g);
+  }
+}
+
+// Appends the keys of v[0, valid) at or above `lowest` to the list (one atomic a warp, none when
+// the warp has none); past the list's capacity they are only counted. The whole warp calls it.
+template <int group>
+__device__ __forceinline__ void append_at_or_above(const uint4 (&v)[group], int valid, uint32_t lowest,
+                                                   uint32_t* list, uint32_t* count) {
+  uint32_t mine = 0;
+#pragma unroll
+  for (int u = 0; u < group; ++u)
+    if (u < valid)
+      mine += (to_key(int32_t(v[u].x)) >= lowest) + (to_key(int32_t(v[u].y)) >= lowest) +
+              (to_key(int32_t(v[u].z)) >= lowest) + (to_key(int32_t(v[u].w)) >= lowest);
+  if (__reduce_add_sync(~0u, mine) == 0) return;
+  uint32_t at = warp_reserve(mine, count);
+#pragma unroll
+  for (int u = 0; u < group; ++u)
+    for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w})
+      if (u < valid && to_key(int32_t(x)) >= lowest) {
+        if (at < list_capacity) list[at] = to_key(int32_t(x));
+        ++at;
+      }
+}
+
+// What a block's arrival at the pool tells it: whether it draws, and how many keys the blocks
+// counted in so far sent (the drawer waits until that many have landed).
+struct Arrival {
+  bool draws;
+  uint32_t keys_sent;
+};
+
+// Sends to the block's row of the pool the first `slots` of its keys at or above the r-th
+// largest of its threads' maxima (one histogram entry a thread; ties past `slots` stay home),
+// and counts the block in. The arrival is relaxed: a fence would wait for every copy the block
+// has in flight. It adds the block's count of sent keys instead.
+__device__ Arrival send_sample(uint32_t most, const uint4* sampled, uint32_t r, uint32_t* counts, uint32_t* higher,
+                               unsigned long long* row, uint32_t tag, uint32_t quorum, State* state) {
+  __shared__ uint32_t claimed;
+  __shared__ Arrival arrival;
+  for (int b = threadIdx.x; b < bin_count; b += threads) counts[b] = 0;
+  if (threadIdx.x == 0) claimed = 0;
+  __syncthreads();
+  atomicAdd(&counts[most >> 21], 1u);
+  __syncthreads();
+  const uint32_t threshold = find_from_top(counts, higher, r).bin << 21;
+  if (most >= threshold) {
+#pragma unroll
+    for (int u = 0; u < batch_a; ++u) {
+      const uint4 v = sampled[u * threads + threadIdx.x];
+      for (uint32_t x : {v.x, v.y, v.z, v.w})
+        if (to_key(int32_t(x)) >= threshold) {
+          const uint32_t slot = atomicAdd(&claimed, 1u);
+          if (slot < slots) device_word(row[slot]).store(tagged(tag, to_key(int32_t(x))), cuda::memory_order_relaxed);
+        }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const uint32_t sent = min(claimed, uint32_t(slots));
+    const unsigned long long before =
+        device_word(state->sample_tally).fetch_add((1ull << 32) | sent, cuda::memory_order_relaxed);
+    arrival = {before >> 32 == quorum - 1, uint32_t(before) + sent};
+  }
+  __syncthreads();
+  return arrival;
+}
+
+// The drawer: once keys_sent keys of this call have landed in the pool, the k-th largest of them
+// to the width of one of 2048 bins over their own range (0 when fewer than k were sent).
+__device__ uint32_t draw_bound(State* state, uint32_t k, uint32_t tag, uint32_t keys_sent, uint32_t* counts,
+                               uint32_t* higher) {
+  __shared__ uint32_t landed, lowest, highest;
+  uint32_t key[slots_per_thread];
+  bool real[slots_per_thread];
+  for (int b = threadIdx.x; b < bin_count; b += threads) counts[b] = 0;
+  do {  // one round trip: every slot at once
+    __syncthreads();
+    if (threadIdx.x == 0) landed = 0, lowest = ~0u, highest = 0;
+    uint32_t mine = 0;
+#pragma unroll
+    for (int u = 0; u < slots_per_thread; ++u) {
+      const uint32_t slot = u * threads + threadIdx.x;
+      const unsigned long long word =
+          slot < gridDim.x * slots ? device_word(state->pool[slot]).load(cuda::memory_order_relaxed) : 0;
+      real[u] = word >> 32 == tag;
+      key[u] = uint32_t(word);
+      mine += real[u];
+    }
+    __syncthreads();
+    if (mine != 0) atomicAdd(&landed, mine);
+    __syncthreads();
+  } while (landed < keys_sent);
+  if (landed < k) return 0;  // no k-th largest in the pool: every value passes
+  uint32_t low = ~0u, high = 0;
+#pragma unroll
+  for (int u = 0; u < slots_per_thread; ++u)
+    if (real[u]) low = min(low, key[u]), high = max(high, key[u]);
+  low = __reduce_min_sync(~0u, low);
+  high = __reduce_max_sync(~0u, high);
+  if (threadIdx.x % 32 == 0) atomicMin(&lowest, low), atomicMax(&highest, high);
+  __syncthreads();
+  const uint32_t span = highest - lowest;
+  const uint32_t shift = span < bin_count ? 0 : 32 - __clz(span >> 11);  // (span >> shift) < bin_count
+#pragma unroll
+  for (int u = 0; u < slots_per_thread; ++u)
+    if (real[u]) atomicAdd(&counts[(key[u] - lowest) >> shift], 1u);
+  __syncthreads();
+  return lowest + (find_from_top(counts, higher, k).bin << shift);
+}
+
+// Every block other than the drawer spins on the published word (the bound and the tag in one
+// 64-bit word: neither side needs a fence).
+__device__ uint32_t await_bound(State* state, uint32_t tag) {
+  __shared__ uint32_t bound;
+  if (threadIdx.x == 0) {
+    unsigned long long word;
+    while ((word = device_word(state->published).load(cuda::memory_order_relaxed)) >> 32 != tag) {
+    }
+    bound = uint32_t(word);
+  }
+  __syncthreads();
+  return bound;
+}
+
+// The last block: the list's keys (all at or above `lowest`) counted in fine bins over their
+// range, placed by bin from the top, and each ranked among its bin's keys; the first k written.
+__device__ void rank_list(const uint32_t* list, uint32_t count, uint32_t k, uint32_t lowest, uint32_t* shared,
+                          int32_t* out) {
+  uint32_t* keys = shared;
+  uint32_t* grouped = keys + list_capacity;
+  uint32_t* counts = grouped + list_capacity;
+  uint32_t* higher = counts + bin_count;
+  uint32_t* filled = higher + bin_count;
+  __shared__ uint32_t top;
+  const int t = threadIdx.x;
+  for (int b = t; b < bin_count; b += threads) counts[b] = filled[b] = 0;
+  if (t == 0) top = 0;
+  uint32_t local_top = 0;
+  for (uint32_t i = t; i < count; i += threads) {
+    keys[i] = __ldcg(&list[i]);
+    local_top = max(local_top, keys[i] - lowest);
+  }
+  local_top = __reduce_max_sync(~0u, local_top);
+  __syncthreads();
+  if (t % 32 == 0) atomicMax(&top, local_top);
+  __syncthreads();
+  const uint32_t shift = top < bin_count ? 0 : 32 - __clz(top >> 11);
+  for (uint32_t i = t; i < count; i += threads) atomicAdd(&counts[(keys[i] - lowest) >> shift], 1u);
+  __syncthreads();
+  const BucketChoice kth = find_from_top(counts, higher, k);
+  const uint32_t placed = kth.above + kth.count;  // the keys in the k-th largest's bin and above
+  for (uint32_t i = t; i < count; i += threads) {
+    const uint32_t b = (keys[i] - lowest) >> shift;
+    if (higher[b] < k) grouped[higher[b] + atomicAdd(&filled[b], 1u)] = keys[i];
+  }
+  __syncthreads();
+  for (uint32_t p = t; p < placed; p += threads) {
+    const uint32_t key = grouped[p];
+    const uint32_t b = (key - lowest) >> shift;
+    // Its place: the keys in higher bins, the larger ones in its own, the equal ones before it.
+    const uint32_t first = higher[b], end = first + counts[b];
+    uint32_t rank = first;
+    for (uint32_t j = first; j < end; ++j) rank += grouped[j] > key || (grouped[j] == key && j < p);
+    if (rank < k) out[rank] = to_value(key);
+  }
+}
+
+// The block counts itself in; the last one decides how the call ends, leaves the counters
+// zeroed for the next call and publishes the plan, which every other block waits for.
+__device__ Plan plan_end(State* state, uint32_t tag, uint32_t& survivors) {
+  __shared__ Plan plan;
+  __shared__ uint32_t counted;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    if (count_in(&state->arrivals) == gridDim.x - 1) {
+      counted = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->survivors).load(cuda::memory_order_relaxed);
+      plan = counted <= list_capacity ? plan_ranked_list : plan_exact_select;
+      state->survivors = state->arrivals = 0;
+      state->sample_tally = 0;
+      device_word(state->plan).store(tagged(tag, plan), cuda::memory_order_release);
+    } else {
+      unsigned long long word;
+      while ((word = device_word(state->plan).load(cuda::memory_order_acquire)) >> 32 != tag) __nanosleep(64);
+      plan = Plan(uint32_t(word));
+      counted = 0;  // only the last block ranks the list
+    }
+  }
+  __syncthreads();
+  survivors = counted;
+  return plan;
+}
+
+// Every block: the k-th largest key by its three digits over the keys it holds at or above the
+// bound (at least k in all), a grid barrier a digit; then the keys above it appended to the list
+// and, after one more barrier, block 0 ranks them and fills the rest of the k with the k-th.
+__device__ void exact_select(const Held& held, uint32_t k, uint32_t bound, State* state, uint32_t* list,
+                             uint32_t* shared, int32_t* out) {
+  const cg::grid_group grid = cg::this_grid();
+  uint32_t* counts = shared + in_shared * threads * 4;
+  uint32_t* higher = counts + bin_count;
+  uint32_t prefix = 0, rank = k;
+  for (int digit = 0; digit < digit_count; ++digit) {
+    for (int b = threadIdx.x; b < bin_count; b += threads) counts[b] = 0;
+    __syncthreads();
+    for_each_held_group(held, [&](const auto& v, int valid) {
+      for (int u = 0; u < 3; ++u)
+        for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w}) {
+          const uint32_t key = to_key(int32_t(x));
+          if (u < valid && key >= bound && (key & decided_mask(digit - 1)) == prefix)
+            atomicAdd(&counts[digit_of(key, digit)], 1u);
+        }
+    });
+    __syncthreads();
+    for (int b = threadIdx.x; b < bin_count; b += threads)
+      if (counts[b] != 0) atomicAdd(&state->histogram[digit][b], counts[b]);
+    grid.sync();
+    for (int b = threadIdx.x; b < bin_count; b += threads) counts[b] = __ldcg(&state->histogram[digit][b]);
+    __syncthreads();
+    const BucketChoice choice = find_from_top(counts, higher, rank);
+    prefix |= choice.bin << digit_shift(digit);
+    rank -= choice.above;
+  }
+  // prefix is the k-th largest key; `rank` copies of it complete the top k.
+  const uint32_t above = k - rank;
+  if (above != 0)
+    for_each_held_group(held, [&](const auto& v, int valid) { append_at_or_above(v, valid, prefix + 1, list, &state->survivors); });
+  grid.sync();
+  if (blockIdx.x != 0) return;
+  if (above != 0) rank_list(list, above, above, prefix + 1, shared, out);
+  for (uint32_t i = above + threadIdx.x; i < k; i += threads) out[i] = to_value(prefix);
+  for (int i = threadIdx.x; i < digit_count * bin_count; i += threads) (&state->histogram[0][0])[i] = 0;
+  if (threadIdx.x == 0) state->survivors = 0;
+}
+
+// The whole selection for a held input: `vectors` 16-byte vectors, at least in_shared and at most
+// vectors_per_thread a thread; r is each block's rank among its threads' maxima for the pool.
+__global__ void __launch_bounds__(threads, 1)
+    held_select_kernel(const uint4* in, uint32_t vectors, uint32_t k, uint32_t r, uint32_t quorum, uint32_t tag,
+                       State* state, uint32_t* list, int32_t* out) {
+  extern __shared__ uint4 held_vectors[];
+  uint32_t* shared = reinterpret_cast<uint32_t*>(held_vectors);
+  uint32_t* counts = shared + in_shared * threads * 4;
+  uint32_t* higher = counts + bin_count;
+  const uint32_t t = threadIdx.x, stride = gridDim.x * threads, first = blockIdx.x * threads + t;
+  unsigned long long* row = state->pool + blockIdx.x * slots;
+  // The row written whole first (tag 0: nobody's), so that the drawer finds all of it in L2
+  // rather than behind the read's traffic to memory.
+  if (t < slots) device_word(row[t]).store(0, cuda::memory_order_relaxed);
+  uint32_t most = 0;  // from A's registers, before they go to shared memory
+  {
+    uint4 a[batch_a];
+#pragma unroll
+    for (int u = 0; u < batch_a; ++u) a[u] = __ldcs(in + first + u * stride);
+#pragma unroll
+    for (int u = 0; u < batch_a; ++u) {
+      most = max(most, max_key(a[u]));
+      held_vectors[u * threads + t] = a[u];
+    }
+  }
+  // B by cp.async: in registers, ptxas spills it straight after its loads, and a spill waits.
+#pragma unroll
+  for (int u = batch_a; u < in_shared; ++u)
+    __pipeline_memcpy_async(held_vectors + u * threads + t, in + first + u * stride, sizeof(uint4));
+  __pipeline_commit();
+  const Arrival arrival = send_sample(most, held_vectors, r, counts, higher, row, tag, quorum, state);
+  Held held{held_vectors, {}, 0};
+  auto load_c = [&] {
+#pragma unroll
+    for (int u = 0; u < batch_c; ++u) {
+      const uint32_t at = first + (in_shared + u) * stride;
+      held.c[u] = at < vectors ? __ldcs(in + at) : none;
+      held.valid_c += at < vectors;
+    }
+  };
+  uint32_t bound;
+  if (arrival.draws) {  // the drawer draws first: the others wait on it
+    bound = draw_bound(state, k, tag, arrival.keys_sent, counts, higher);
+    if (t == 0) device_word(state->published).store(tagged(tag, bound), cuda::memory_order_relaxed);
+    load_c();
+  } else {
+    load_c();
+    bound = await_bound(state, tag);
+  }
+  __pipeline_wait_prior(0);
+  __syncthreads();  // B in shared memory for every thread
+  for_each_held_group(held, [&](const auto& v, int valid) { append_at_or_above(v, valid, bound, list, &state->survivors); });
+  uint32_t survivors = 0;
+  const Plan plan = plan_end(state, tag, survivors);
+  if (plan == plan_exact_select)
+    exact_select(held, k, bound, state, list, shared, out);
+  else if (survivors != 0)
+    rank_list(list, survivors, k, bound, shared, out);
+}
+}  // namespace held
+
 // One device allocation, carved into the pieces the kernel needs; the state comes first so
 // that it stays in place when the allocation is reused for another n or k.
 struct Workspace {
-  size_t prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, total = 0;
+  size_t held_state_offset = 0, prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, total = 0;
   size_t sort_bytes = 0;
   uint32_t capacity = 0;
 
@@ -992,6 +1407,7 @@ struct Workspace {
       return at;
     };
     take(sizeof(SelectState));
+    held_state_offset = take(sizeof(held::State));
     prefiltered_offset = take(capacity * sizeof(int32_t));
     candidates_offset[0] = take(capacity * sizeof(int32_t));
     candidates_offset[1] = take(capacity * sizeof(int32_t));
@@ -1008,7 +1424,29 @@ struct DeviceScratch {
   size_t bytes = 0;
   unsigned grid = 0;    // blocks that fit on the device at once, as a cooperative launch needs
   unsigned calls = 0;   // launched so far: the parity of the bound's state
+  unsigned held_grid = 0;   // the held kernel's blocks, one an SM; 0 where it does not fit
+  unsigned held_calls = 0;  // its launches so far: its tags
 };
+
+// Both kernels' states, zeroed once when the workspace is allocated.
+constexpr size_t states_bytes = (sizeof(SelectState) + 255) / 256 * 256 + sizeof(held::State);
+
+// One block of the held kernel an SM, when its shared memory fits and the drawer can read every
+// block's row of the pool.
+unsigned held_grid_for(int device) {
+  int sm_count = 0, per_sm = 0;
+  cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
+  if (sm_count > held::max_blocks ||
+      cudaFuncSetAttribute(held::held_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(held::shared_bytes)) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, held::held_select_kernel, held::threads,
+                                                    held::shared_bytes) != cudaSuccess ||
+      per_sm < 1) {
+    cudaGetLastError();  // not an error of the caller's: the general kernel takes every input
+    return 0;
+  }
+  return unsigned(sm_count);
+}
 
 // Returns the device's workspace (nullptr on a CUDA error) and its record, whose `calls` the
 // caller counts once its launch succeeded.
@@ -1028,6 +1466,7 @@ char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
     cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, radix_select_kernel, threads, dynamic_shared_bytes);
     mine.grid = unsigned(sm_count * (per_sm > 0 ? per_sm : 1));
+    mine.held_grid = held_grid_for(device);
   }
   record = &mine;
   if (mine.bytes < bytes) {
@@ -1036,10 +1475,33 @@ char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
     mine.bytes = 0;
     if (cudaMalloc(&mine.workspace, bytes) != cudaSuccess) return nullptr;
     mine.bytes = bytes;
-    // Both copies of the bound's state start zeroed; each call then zeroes the other's.
-    if (cudaMemsetAsync(mine.workspace, 0, sizeof(SelectState), stream) != cudaSuccess) return nullptr;
+    // Both copies of the bound's state start zeroed, each call then zeroing the other's; the
+    // held kernel's last block leaves its state zeroed.
+    if (cudaMemsetAsync(mine.workspace, 0, states_bytes, stream) != cudaSuccess) return nullptr;
   }
   return mine.workspace;
+}
+
+// Launches the held kernel when the input fits it (aligned whole vectors, from in_shared to
+// vectors_per_thread a thread) and the pool's quorum sends at least twice k keys; false otherwise.
+bool launch_held(const int32_t* d_in, size_t n, int k, int32_t* d_out, DeviceScratch& scratch, char* workspace,
+                 const Workspace& plan, cudaStream_t stream) {
+  const size_t blocks = scratch.held_grid, per_vector = blocks * held::threads;
+  uint32_t quorum = std::max<uint32_t>(1, uint32_t(blocks * HeldTuning::quorum_percent / 100));
+  if (blocks == 0 || plan.capacity < held::list_capacity || reinterpret_cast<uintptr_t>(d_in) % sizeof(uint4) != 0 || n % 4 != 0 ||
+      n / 4 < held::in_shared * per_vector || n / 4 > held::vectors_per_thread * per_vector ||
+      size_t(k) * 2 > size_t(quorum) * held::slots)
+    return false;
+  const uint4* in = reinterpret_cast<const uint4*>(d_in);
+  uint32_t vectors = uint32_t(n / 4), k32 = uint32_t(k), r = uint32_t((2 * k32 + blocks - 1) / blocks);
+  uint32_t tag = scratch.held_calls % 0xFFFFFFFFu + 1;  // never 0: the pool's zeroed slots are nobody's
+  auto* state = reinterpret_cast<held::State*>(workspace + plan.held_state_offset);
+  auto* list = reinterpret_cast<uint32_t*>(workspace + plan.prefiltered_offset);
+  void* args[] = {&in, &vectors, &k32, &r, &quorum, &tag, &state, &list, &d_out};
+  if (cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(held::held_select_kernel), dim3(blocks),
+                                  dim3(held::threads), args, held::shared_bytes, stream) == cudaSuccess)
+    ++scratch.held_calls;
+  return true;
 }
 
 }  // namespace
@@ -1053,6 +1515,7 @@ extern "C" void topk(const int32_t* d_in, size_t n, int k, int32_t* d_out, cudaS
   DeviceScratch* scratch = nullptr;
   char* workspace = scratch_for(plan.total, scratch, stream);
   if (workspace == nullptr) return;  // the CUDA error stays visible to the caller
+  if (launch_held(d_in, n, k, d_out, *scratch, workspace, plan, stream)) return;
   unsigned parity = scratch->calls % 2;
 
   auto* state = reinterpret_cast<SelectState*>(workspace);
