@@ -1017,14 +1017,16 @@ enum Plan : uint32_t { plan_ranked_list = 1, plan_exact_select = 2 };
 // The tagged words carry the call's tag in their top half, so a reader knows a word is this
 // call's without a fence or a reset between calls. The counters are zeroed by the call's last
 // block once every block is done with them.
-struct State {
-  unsigned long long sample_tally;  // blocks counted in << 32 | keys they sent
-  unsigned long long published;     // tag << 32 | the bound
-  unsigned long long plan;          // tag << 32 | Plan
-  uint32_t survivors;               // values appended to the list (past its capacity: the exact select)
-  uint32_t arrivals;                // blocks done keeping
-  uint32_t histogram[digit_count][bin_count];  // the exact select's digits
+// Each block's row of the pool fills whole 128-byte lines, and the word every block polls for the
+// bound has a line of its own, away from the counters' atomics.
+struct alignas(128) State {
   unsigned long long pool[max_blocks * slots];  // tag << 32 | key
+  alignas(128) unsigned long long published;    // tag << 32 | the bound
+  alignas(128) unsigned long long sample_tally;  // blocks counted in << 32 | keys they sent
+  unsigned long long plan;                       // tag << 32 | Plan
+  uint32_t survivors;  // values appended to the list (past its capacity: the exact select)
+  uint32_t arrivals;   // blocks done keeping
+  alignas(128) uint32_t histogram[digit_count][bin_count];  // the exact select's digits
 };
 
 __device__ __forceinline__ unsigned long long tagged(uint32_t tag, uint32_t word) {
