@@ -907,7 +907,7 @@ int main(int argc, char** argv) {
   // "onchip": only the floors, the reference and the kernels that hold the input on chip;
   // "held": of those, only topk_held_pooled; "probe": only the read's round trips (read_with_probe);
   // "reference": only the floors and the reference; "shapes": topk_held_pooled's answers checked
-  // at other n, k and inputs, untimed
+  // at other n, k and inputs, untimed, and the reference's checked and timed as a call
   const std::string mode = argc > 1 ? argv[1] : "";
   const bool only_onchip = mode == "onchip" || mode == "held";
   int sms;
@@ -990,7 +990,8 @@ int main(int argc, char** argv) {
       cudaMemcpy(got.data(), out, k * 4, cudaMemcpyDeviceToHost);
       const bool right = cudaGetLastError() == cudaSuccess && std::equal(got.begin(), got.end(), values.begin());
       failures += !right;
-      printf(" reference %-5s\n", right ? "ok" : "WRONG");
+      printf(" reference %-5s call %7.2f us\n", right ? "ok" : "WRONG",
+             timer.alone_us([&] { topk(shapes_in, count, int(k), out, 0); }));
     };
     std::mt19937 rng(11);
     for (size_t count : {13 * per_vector, n, 19 * per_vector})
