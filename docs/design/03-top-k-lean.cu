@@ -140,53 +140,14 @@ __device__ uint32_t sample_bound(const uint4* in, size_t count, uint32_t r, uint
   return (top_bin << 21) | (fine_bin << 10);
 }
 
-// The last block: the survivors into shared memory, counted in fine bins above the bound,
-// grouped by bin from the top, and each placed by the survivors in higher bins and the larger
-// ones in its own bin.
+// The last block: the survivors ranked in shared memory by the reference's held kernel's finish
+// (fine bins over their range, grouped by bin from the top, each ranked within its bin).
 constexpr size_t finish_shared_bytes = (2 * capacity + 3 * bins) * sizeof(uint32_t);
+static_assert(finish_shared_bytes == held::finish_shared_bytes, "the same layout");
 
 __device__ void finish(const uint32_t* kept, uint32_t count, uint32_t k, uint32_t bound, int32_t* out) {
   extern __shared__ uint32_t shared[];
-  uint32_t* keys = shared;
-  uint32_t* grouped = keys + capacity;
-  uint32_t* bin_count = grouped + capacity;
-  uint32_t* higher = bin_count + bins;
-  uint32_t* filled = higher + bins;
-  __shared__ uint32_t top, grouped_count;
-  const int t = threadIdx.x;
-  for (int b = t; b < bins; b += threads) bin_count[b] = filled[b] = 0;
-  if (t == 0) top = 0, grouped_count = count;
-  uint32_t local_top = 0;
-  for (uint32_t i = t; i < count; i += threads) {
-    keys[i] = kept[i];
-    local_top = max(local_top, keys[i] - bound);
-  }
-  local_top = __reduce_max_sync(~0u, local_top);
-  __syncthreads();
-  if ((t & 31) == 0) atomicMax(&top, local_top);
-  __syncthreads();
-  const uint32_t s = shift_to_bins(top);
-  for (uint32_t i = t; i < count; i += threads) atomicAdd(&bin_count[(keys[i] - bound) >> s], 1u);
-  __syncthreads();
-  suffix_scan(bin_count, higher);
-  // The bin holding the k-th largest ends what needs placing.
-  for (int b = t; b < bins; b += threads)
-    if (higher[b] < k && higher[b] + bin_count[b] >= k) grouped_count = higher[b] + bin_count[b];
-  __syncthreads();
-  for (uint32_t i = t; i < count; i += threads) {
-    const uint32_t b = (keys[i] - bound) >> s;
-    if (higher[b] < k) grouped[higher[b] + atomicAdd(&filled[b], 1u)] = keys[i];
-  }
-  __syncthreads();
-  for (uint32_t p = t; p < grouped_count; p += threads) {
-    const uint32_t key = grouped[p];
-    const uint32_t b = (key - bound) >> s;
-    // Its place: the keys in higher bins, the larger ones in its own, the equal ones before it.
-    const uint32_t first = higher[b], end = first + bin_count[b];
-    uint32_t rank = first;
-    for (uint32_t j = first; j < end; ++j) rank += grouped[j] > key || (grouped[j] == key && j < p);
-    if (rank < k) out[rank] = int32_t(key ^ 0x80000000u);
-  }
+  held::rank_list(kept, count, k, bound, shared, out);
 }
 
 // One batch of `batch` vectors a thread: each value at or above the bound kept, by an atomic

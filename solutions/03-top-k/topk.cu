@@ -1040,28 +1040,22 @@ __device__ __forceinline__ cuda::atomic_ref<unsigned long long, cuda::thread_sco
     unsigned long long& word) {
   return cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(word);
 }
-// Warp-wide sum, minimum and maximum: one redux.sync from sm_80 on, shuffles before it.
-__device__ __forceinline__ uint32_t warp_sum(uint32_t x) {
+// A warp-wide sum, minimum or maximum: one redux.sync from sm_80 on, shuffles before it.
+enum class WarpOp { sum, min, max };
+template <WarpOp op>
+__device__ __forceinline__ uint32_t warp_reduce(uint32_t x) {
 #if __CUDA_ARCH__ >= 800
-  return __reduce_add_sync(~0u, x);
+  if constexpr (op == WarpOp::sum)
+    return __reduce_add_sync(~0u, x);
+  else if constexpr (op == WarpOp::min)
+    return __reduce_min_sync(~0u, x);
+  else
+    return __reduce_max_sync(~0u, x);
 #else
-  for (int offset = 16; offset > 0; offset /= 2) x += __shfl_xor_sync(~0u, x, offset);
-  return x;
-#endif
-}
-__device__ __forceinline__ uint32_t warp_min(uint32_t x) {
-#if __CUDA_ARCH__ >= 800
-  return __reduce_min_sync(~0u, x);
-#else
-  for (int offset = 16; offset > 0; offset /= 2) x = min(x, __shfl_xor_sync(~0u, x, offset));
-  return x;
-#endif
-}
-__device__ __forceinline__ uint32_t warp_max(uint32_t x) {
-#if __CUDA_ARCH__ >= 800
-  return __reduce_max_sync(~0u, x);
-#else
-  for (int offset = 16; offset > 0; offset /= 2) x = max(x, __shfl_xor_sync(~0u, x, offset));
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const uint32_t other = __shfl_xor_sync(~0u, x, offset);
+    x = op == WarpOp::sum ? x + other : op == WarpOp::min ? min(x, other) : max(x, other);
+  }
   return x;
 #endif
 }
@@ -1135,7 +1129,7 @@ __device__ __forceinline__ void append_at_or_above(const uint4 (&v)[group], int 
     if (u < valid)
       mine += (to_key(int32_t(v[u].x)) >= lowest) + (to_key(int32_t(v[u].y)) >= lowest) +
               (to_key(int32_t(v[u].z)) >= lowest) + (to_key(int32_t(v[u].w)) >= lowest);
-  if (warp_sum(mine) == 0) return;
+  if (warp_reduce<WarpOp::sum>(mine) == 0) return;
   uint32_t at = warp_reserve(mine, count);
 #pragma unroll
   for (int u = 0; u < group; ++u)
@@ -1219,8 +1213,8 @@ __device__ uint32_t draw_bound(State* state, uint32_t k, uint32_t tag, uint32_t 
 #pragma unroll
   for (int u = 0; u < slots_per_thread; ++u)
     if (real[u]) low = min(low, key[u]), high = max(high, key[u]);
-  low = warp_min(low);
-  high = warp_max(high);
+  low = warp_reduce<WarpOp::min>(low);
+  high = warp_reduce<WarpOp::max>(high);
   if (threadIdx.x % 32 == 0) atomicMin(&lowest, low), atomicMax(&highest, high);
   __syncthreads();
   const uint32_t span = highest - lowest;
@@ -1264,7 +1258,7 @@ __device__ void rank_list(const uint32_t* list, uint32_t count, uint32_t k, uint
     keys[i] = __ldcg(&list[i]);
     local_top = max(local_top, keys[i] - lowest);
   }
-  local_top = warp_max(local_top);
+  local_top = warp_reduce<WarpOp::max>(local_top);
   __syncthreads();
   if (t % 32 == 0) atomicMax(&top, local_top);
   __syncthreads();
