@@ -981,12 +981,12 @@ __global__ void __launch_bounds__(threads, TopkTuning::blocks_per_sm)
 //
 // From about 7 to 10.3 million values on 132 SMs, the whole input fits in the SMs' shared memory
 // and registers: one block of 1024 threads an SM holds 19 vectors a thread, 13 in shared memory
-// and 6 in registers. Holding it removes the reference's limit there: a block that waits for the
-// bound waits with its data already loaded, so the read never stops, and the values are kept
+// and 6 in registers. Holding it removes the general kernel's limit there: a block that waits for
+// the bound waits with its data already loaded, so the read never stops, and the values are kept
 // from shared memory once the bound is known. The bound is drawn from a pool: each block sends
-// up to 32 of its largest first-batch values and counts itself in, and the block that completes
-// the quorum draws the k-th largest of what was sent (a subset of the input: a lower bound,
-// always right). Blocks append the values at or above it to one list; the last to finish ranks
+// up to 32 of its first batch's values near its top and counts itself in, and the block that
+// completes the quorum draws the k-th largest of what was sent (a subset of the input: a lower
+// bound, always right). Blocks append the values at or above it to one list; the last to finish ranks
 // the list when it holds, and otherwise (sorted runs, heavy ties: the pool starved) calls every
 // block to an exact radix select over what they still hold, with grid barriers.
 struct HeldTuning {
@@ -1007,7 +1007,7 @@ constexpr int in_shared = batch_a + batch_b;
 constexpr int vectors_per_thread = in_shared + batch_c;
 constexpr int slots = HeldTuning::pool_slots;
 constexpr uint32_t list_capacity = HeldTuning::list_capacity;
-constexpr int max_blocks = 256;                          // the drawer reads every slot at once
+constexpr int max_blocks = 256;  // the drawer reads every slot at once
 constexpr int slots_per_thread = max_blocks * slots / threads;
 static_assert(bin_count == 2 * threads, "scans take two bins a thread");
 // The held vectors and two histograms; the last block's finish reuses the same memory.
@@ -1024,12 +1024,12 @@ enum Plan : uint32_t { plan_ranked_list = 1, plan_exact_select = 2 };
 // Each block's row of the pool fills whole 128-byte lines, and the word every block polls for the
 // bound has a line of its own, away from the counters' atomics.
 struct alignas(128) State {
-  unsigned long long pool[max_blocks * slots];  // tag << 32 | key
-  alignas(128) unsigned long long published;    // tag << 32 | the bound
+  unsigned long long pool[max_blocks * slots];   // tag << 32 | key
+  alignas(128) unsigned long long published;     // tag << 32 | the bound
   alignas(128) unsigned long long sample_tally;  // blocks counted in << 32 | keys they sent
   unsigned long long plan;                       // tag << 32 | Plan
-  uint32_t survivors;  // values appended to the list (past its capacity: the exact select)
-  uint32_t arrivals;   // blocks done keeping
+  uint32_t survivors;                            // values appended to the list (past its capacity: the exact select)
+  uint32_t arrivals;                             // blocks done keeping
   alignas(128) uint32_t histogram[digit_count][bin_count];  // the exact select's digits
 };
 
@@ -1096,11 +1096,11 @@ struct Held {
   int valid_c;
 };
 
-// Calls visit(v, valid) on the thread's held vectors three at a time (so that C's registers
+// Calls visit(v, valid) on the thread's held vectors `group` at a time (so that C's registers
 // stay free of spills), the whole warp together.
+constexpr int group = 3;
 template <class Visit>
 __device__ __forceinline__ void for_each_held_group(const Held& held, Visit visit) {
-  constexpr int group = 3;
   static_assert(batch_c % group == 0, "whole groups in registers");
 #pragma unroll
   for (int g = 0; g < in_shared; g += group) {
@@ -1120,19 +1120,19 @@ __device__ __forceinline__ void for_each_held_group(const Held& held, Visit visi
 
 // Appends the keys of v[0, valid) at or above `lowest` to the list (one atomic a warp, none when
 // the warp has none); past the list's capacity they are only counted. The whole warp calls it.
-template <int group>
-__device__ __forceinline__ void append_at_or_above(const uint4 (&v)[group], int valid, uint32_t lowest,
-                                                   uint32_t* list, uint32_t* count) {
+template <int batch>
+__device__ __forceinline__ void append_at_or_above(const uint4 (&v)[batch], int valid, uint32_t lowest, uint32_t* list,
+                                                   uint32_t* count) {
   uint32_t mine = 0;
 #pragma unroll
-  for (int u = 0; u < group; ++u)
+  for (int u = 0; u < batch; ++u)
     if (u < valid)
       mine += (to_key(int32_t(v[u].x)) >= lowest) + (to_key(int32_t(v[u].y)) >= lowest) +
               (to_key(int32_t(v[u].z)) >= lowest) + (to_key(int32_t(v[u].w)) >= lowest);
   if (warp_reduce<WarpOp::sum>(mine) == 0) return;
   uint32_t at = warp_reserve(mine, count);
 #pragma unroll
-  for (int u = 0; u < group; ++u)
+  for (int u = 0; u < batch; ++u)
     for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w})
       if (u < valid && to_key(int32_t(x)) >= lowest) {
         if (at < list_capacity) list[at] = to_key(int32_t(x));
@@ -1291,7 +1291,8 @@ __device__ Plan plan_end(State* state, uint32_t tag, uint32_t& survivors) {
   __syncthreads();
   if (threadIdx.x == 0) {
     if (count_in(&state->arrivals) == gridDim.x - 1) {
-      counted = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->survivors).load(cuda::memory_order_relaxed);
+      counted =
+          cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->survivors).load(cuda::memory_order_relaxed);
       plan = counted <= list_capacity ? plan_ranked_list : plan_exact_select;
       state->survivors = state->arrivals = 0;
       state->sample_tally = 0;
@@ -1321,7 +1322,7 @@ __device__ void exact_select(const Held& held, uint32_t k, uint32_t bound, State
     for (int b = threadIdx.x; b < bin_count; b += threads) counts[b] = 0;
     __syncthreads();
     for_each_held_group(held, [&](const auto& v, int valid) {
-      for (int u = 0; u < 3; ++u)
+      for (int u = 0; u < group; ++u)
         for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w}) {
           const uint32_t key = to_key(int32_t(x));
           if (u < valid && key >= bound && (key & decided_mask(digit - 1)) == prefix)
@@ -1341,7 +1342,8 @@ __device__ void exact_select(const Held& held, uint32_t k, uint32_t bound, State
   // prefix is the k-th largest key; `rank` copies of it complete the top k.
   const uint32_t above = k - rank;
   if (above != 0)
-    for_each_held_group(held, [&](const auto& v, int valid) { append_at_or_above(v, valid, prefix + 1, list, &state->survivors); });
+    for_each_held_group(
+        held, [&](const auto& v, int valid) { append_at_or_above(v, valid, prefix + 1, list, &state->survivors); });
   grid.sync();
   if (blockIdx.x != 0) return;
   if (above != 0) rank_list(list, above, above, prefix + 1, shared, out);
@@ -1401,7 +1403,8 @@ __global__ void __launch_bounds__(threads, 1)
   }
   __pipeline_wait_prior(0);
   __syncthreads();  // B in shared memory for every thread
-  for_each_held_group(held, [&](const auto& v, int valid) { append_at_or_above(v, valid, bound, list, &state->survivors); });
+  for_each_held_group(held,
+                      [&](const auto& v, int valid) { append_at_or_above(v, valid, bound, list, &state->survivors); });
   uint32_t survivors = 0;
   const Plan plan = plan_end(state, tag, survivors);
   if (plan == plan_exact_select)
@@ -1414,7 +1417,8 @@ __global__ void __launch_bounds__(threads, 1)
 // One device allocation, carved into the pieces the kernel needs; the state comes first so
 // that it stays in place when the allocation is reused for another n or k.
 struct Workspace {
-  size_t held_state_offset = 0, prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0, total = 0;
+  size_t held_state_offset = 0, prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0,
+         total = 0;
   size_t sort_bytes = 0;
   uint32_t capacity = 0;
 
@@ -1447,8 +1451,8 @@ struct Workspace {
 struct DeviceScratch {
   char* workspace = nullptr;
   size_t bytes = 0;
-  unsigned grid = 0;    // blocks that fit on the device at once, as a cooperative launch needs
-  unsigned calls = 0;   // launched so far: the parity of the bound's state
+  unsigned grid = 0;        // blocks that fit on the device at once, as a cooperative launch needs
+  unsigned calls = 0;       // launched so far: the parity of the bound's state
   unsigned held_grid = 0;   // the held kernel's blocks, one an SM; 0 where it does not fit
   unsigned held_calls = 0;  // its launches so far: its tags
 };
@@ -1513,8 +1517,8 @@ bool launch_held(const int32_t* d_in, size_t n, int k, int32_t* d_out, DeviceScr
                  const Workspace& plan, cudaStream_t stream) {
   const size_t blocks = scratch.held_grid, per_vector = blocks * held::threads;
   uint32_t quorum = std::max<uint32_t>(1, uint32_t(blocks * HeldTuning::quorum_percent / 100));
-  if (blocks == 0 || plan.capacity < held::list_capacity || reinterpret_cast<uintptr_t>(d_in) % sizeof(uint4) != 0 || n % 4 != 0 ||
-      n / 4 < held::in_shared * per_vector || n / 4 > held::vectors_per_thread * per_vector ||
+  if (blocks == 0 || plan.capacity < held::list_capacity || reinterpret_cast<uintptr_t>(d_in) % sizeof(uint4) != 0 ||
+      n % 4 != 0 || n / 4 < held::in_shared * per_vector || n / 4 > held::vectors_per_thread * per_vector ||
       size_t(k) * 2 > size_t(quorum) * held::slots)
     return false;
   const uint4* in = reinterpret_cast<const uint4*>(d_in);
