@@ -273,13 +273,15 @@ struct BucketChoice {
 // every thread gets the answer.
 // Optionally also *top, the highest bin that holds a key (a shared word the caller zeroed
 // before a barrier), and starts[bin], the keys in higher bins: the bin's first place in
-// descending order.
+// descending order. For blocks of block_threads; the held kernel's blocks take the warp-scan
+// algorithm, whose shared memory fits beside the input they hold.
+template <int block_threads = threads, cub::BlockScanAlgorithm algorithm = cub::BLOCK_SCAN_RAKING>
 __device__ BucketChoice find_bucket(const uint32_t* histogram, uint32_t rank, bool in_global, uint32_t* top = nullptr,
                                     uint32_t* starts = nullptr) {
-  using BlockScan = cub::BlockScan<uint32_t, threads>;
+  using BlockScan = cub::BlockScan<uint32_t, block_threads, algorithm>;
   __shared__ typename BlockScan::TempStorage scan_storage;
   __shared__ BucketChoice choice;
-  constexpr int bins_per_thread = bin_count / threads;
+  constexpr int bins_per_thread = bin_count / block_threads;
   uint32_t counts[bins_per_thread];
   uint32_t thread_total = 0;
 #pragma unroll
@@ -995,7 +997,7 @@ struct HeldTuning {
   static constexpr int copied_vectors = 6;    // cp.async into shared memory while the sample is sent
   static constexpr int register_vectors = 6;  // loaded while the bound is drawn, kept in registers
   static constexpr int pool_slots = 32;       // keys a block sends to the pool
-  static constexpr int quorum_percent = 50;   // waiting for every block cost 0.3-1.3 us
+  static constexpr int quorum_percent = 50;   // waiting for every block is slower (the design record)
   static constexpr uint32_t list_capacity = TopkTuning::shared_finish_capacity;
 };
 
@@ -1009,10 +1011,10 @@ constexpr int slots = HeldTuning::pool_slots;
 constexpr uint32_t list_capacity = HeldTuning::list_capacity;
 constexpr int max_blocks = 256;  // the drawer reads every slot at once
 constexpr int slots_per_thread = max_blocks * slots / threads;
-static_assert(bin_count == 2 * threads, "scans take two bins a thread");
-// The held vectors and two histograms; the last block's finish reuses the same memory.
+static_assert(bin_count % threads == 0, "each thread scans whole groups of bins");
+// The held vectors and a histogram; the last block's finish reuses the same memory.
 constexpr size_t finish_shared_bytes = (2 * list_capacity + 3 * bin_count) * sizeof(uint32_t);
-constexpr size_t holding_shared_bytes = size_t(in_shared) * threads * sizeof(uint4) + 2 * bin_count * sizeof(uint32_t);
+constexpr size_t holding_shared_bytes = size_t(in_shared) * threads * sizeof(uint4) + bin_count * sizeof(uint32_t);
 constexpr size_t shared_bytes = std::max(holding_shared_bytes, finish_shared_bytes);
 constexpr uint4 none = {0x80000000u, 0x80000000u, 0x80000000u, 0x80000000u};  // past the input (never kept)
 
@@ -1063,29 +1065,10 @@ __device__ __forceinline__ uint32_t max_key(uint4 v) {
   return max(max(to_key(int32_t(v.x)), to_key(int32_t(v.y))), max(to_key(int32_t(v.z)), to_key(int32_t(v.w))));
 }
 
-// higher[b] = the counts in bins above b, two bins a thread scanned from the top; ends synced.
-__device__ void suffix_scan(const uint32_t* counts, uint32_t* higher) {
-  using BlockScan = cub::BlockScan<uint32_t, threads, cub::BLOCK_SCAN_WARP_SCANS>;  // little shared memory
-  __shared__ typename BlockScan::TempStorage scan_storage;
-  const int top = bin_count - 1 - 2 * int(threadIdx.x);
-  const uint32_t pair = counts[top] + counts[top - 1];
-  uint32_t above = 0;
-  BlockScan(scan_storage).ExclusiveSum(pair, above);
-  higher[top] = above;
-  higher[top - 1] = above + counts[top];
-  __syncthreads();
-}
-
-// The bin of `counts` (shared) that holds the rank-th largest, and how many lie above it; bin 0
-// and 0 above when fewer than rank are counted. Every thread gets the answer.
-__device__ BucketChoice find_from_top(const uint32_t* counts, uint32_t* higher, uint32_t rank) {
-  __shared__ BucketChoice choice;
-  if (threadIdx.x == 0) choice = {0, 0, 0, false};
-  suffix_scan(counts, higher);
-  for (int b = threadIdx.x; b < bin_count; b += threads)
-    if (higher[b] < rank && higher[b] + counts[b] >= rank) choice = {uint32_t(b), higher[b], counts[b], true};
-  __syncthreads();
-  return choice;
+// The bin that holds the rank-th largest of a histogram, at the held kernel's block size.
+__device__ __forceinline__ BucketChoice find_held_bucket(const uint32_t* histogram, uint32_t rank, bool in_global,
+                                                         uint32_t* starts = nullptr) {
+  return find_bucket<threads, cub::BLOCK_SCAN_WARP_SCANS>(histogram, rank, in_global, nullptr, starts);
 }
 
 // Where a thread's vectors are: u < batch_a + batch_b in shared memory (held[u * threads + t]),
@@ -1151,7 +1134,7 @@ struct Arrival {
 // largest of its threads' maxima (one histogram entry a thread; ties past `slots` stay home),
 // and counts the block in. The arrival is relaxed: a fence would wait for every copy the block
 // has in flight. It adds the block's count of sent keys instead.
-__device__ Arrival send_sample(uint32_t most, const uint4* sampled, uint32_t r, uint32_t* counts, uint32_t* higher,
+__device__ Arrival send_sample(uint32_t most, const uint4* sampled, uint32_t r, uint32_t* counts,
                                unsigned long long* row, uint32_t tag, uint32_t quorum, State* state) {
   __shared__ uint32_t claimed;
   __shared__ Arrival arrival;
@@ -1160,7 +1143,7 @@ __device__ Arrival send_sample(uint32_t most, const uint4* sampled, uint32_t r, 
   __syncthreads();
   atomicAdd(&counts[most >> 21], 1u);
   __syncthreads();
-  const uint32_t threshold = find_from_top(counts, higher, r).bin << 21;
+  const uint32_t threshold = find_held_bucket(counts, r, false).bin << 21;
   if (most >= threshold) {
 #pragma unroll
     for (int u = 0; u < batch_a; ++u) {
@@ -1185,8 +1168,7 @@ __device__ Arrival send_sample(uint32_t most, const uint4* sampled, uint32_t r, 
 
 // The drawer: once keys_sent keys of this call have landed in the pool, the k-th largest of them
 // to the width of one of 2048 bins over their own range (0 when fewer than k were sent).
-__device__ uint32_t draw_bound(State* state, uint32_t k, uint32_t tag, uint32_t keys_sent, uint32_t* counts,
-                               uint32_t* higher) {
+__device__ uint32_t draw_bound(State* state, uint32_t k, uint32_t tag, uint32_t keys_sent, uint32_t* counts) {
   __shared__ uint32_t landed, lowest, highest;
   uint32_t key[slots_per_thread];
   bool real[slots_per_thread];
@@ -1223,7 +1205,7 @@ __device__ uint32_t draw_bound(State* state, uint32_t k, uint32_t tag, uint32_t 
   for (int u = 0; u < slots_per_thread; ++u)
     if (real[u]) atomicAdd(&counts[(key[u] - lowest) >> shift], 1u);
   __syncthreads();
-  return lowest + (find_from_top(counts, higher, k).bin << shift);
+  return lowest + (find_held_bucket(counts, k, false).bin << shift);
 }
 
 // Every block other than the drawer spins on the published word (the bound and the tag in one
@@ -1265,7 +1247,7 @@ __device__ void rank_list(const uint32_t* list, uint32_t count, uint32_t k, uint
   const uint32_t shift = top < bin_count ? 0 : 32 - __clz(top >> 11);
   for (uint32_t i = t; i < count; i += threads) atomicAdd(&counts[(keys[i] - lowest) >> shift], 1u);
   __syncthreads();
-  const BucketChoice kth = find_from_top(counts, higher, k);
+  const BucketChoice kth = find_held_bucket(counts, k, false, higher);
   const uint32_t placed = kth.above + kth.count;  // the keys in the k-th largest's bin and above
   for (uint32_t i = t; i < count; i += threads) {
     const uint32_t b = (keys[i] - lowest) >> shift;
@@ -1316,7 +1298,6 @@ __device__ void exact_select(const Held& held, uint32_t k, uint32_t bound, State
                              uint32_t* shared, int32_t* out) {
   const cg::grid_group grid = cg::this_grid();
   uint32_t* counts = shared + in_shared * threads * 4;
-  uint32_t* higher = counts + bin_count;
   uint32_t prefix = 0, rank = k;
   for (int digit = 0; digit < digit_count; ++digit) {
     for (int b = threadIdx.x; b < bin_count; b += threads) counts[b] = 0;
@@ -1333,9 +1314,7 @@ __device__ void exact_select(const Held& held, uint32_t k, uint32_t bound, State
     for (int b = threadIdx.x; b < bin_count; b += threads)
       if (counts[b] != 0) atomicAdd(&state->histogram[digit][b], counts[b]);
     grid.sync();
-    for (int b = threadIdx.x; b < bin_count; b += threads) counts[b] = __ldcg(&state->histogram[digit][b]);
-    __syncthreads();
-    const BucketChoice choice = find_from_top(counts, higher, rank);
+    const BucketChoice choice = find_held_bucket(state->histogram[digit], rank, true);
     prefix |= choice.bin << digit_shift(digit);
     rank -= choice.above;
   }
@@ -1360,7 +1339,6 @@ __global__ void __launch_bounds__(threads, 1)
   extern __shared__ uint4 held_vectors[];
   uint32_t* shared = reinterpret_cast<uint32_t*>(held_vectors);
   uint32_t* counts = shared + in_shared * threads * 4;
-  uint32_t* higher = counts + bin_count;
   const uint32_t t = threadIdx.x, stride = gridDim.x * threads, first = blockIdx.x * threads + t;
   unsigned long long* row = state->pool + blockIdx.x * slots;
   // The row written whole first (tag 0: nobody's), so that the drawer finds all of it in L2
@@ -1382,7 +1360,7 @@ __global__ void __launch_bounds__(threads, 1)
   for (int u = batch_a; u < in_shared; ++u)
     __pipeline_memcpy_async(held_vectors + u * threads + t, in + first + u * stride, sizeof(uint4));
   __pipeline_commit();
-  const Arrival arrival = send_sample(most, held_vectors, r, counts, higher, row, tag, quorum, state);
+  const Arrival arrival = send_sample(most, held_vectors, r, counts, row, tag, quorum, state);
   Held held{held_vectors, {}, 0};
   auto load_c = [&] {
 #pragma unroll
@@ -1394,7 +1372,7 @@ __global__ void __launch_bounds__(threads, 1)
   };
   uint32_t bound;
   if (arrival.draws) {  // the drawer draws first: the others wait on it
-    bound = draw_bound(state, k, tag, arrival.keys_sent, counts, higher);
+    bound = draw_bound(state, k, tag, arrival.keys_sent, counts);
     if (t == 0) device_word(state->published).store(tagged(tag, bound), cuda::memory_order_relaxed);
     load_c();
   } else {
@@ -1420,6 +1398,7 @@ struct Workspace {
   size_t held_state_offset = 0, prefiltered_offset = 0, candidates_offset[2] = {}, unsorted_offset = 0, sort_offset = 0,
          total = 0;
   size_t sort_bytes = 0;
+  size_t states_end = 0;  // both kernels' states, zeroed once when the workspace is allocated
   uint32_t capacity = 0;
 
   Workspace(size_t n, int k) {
@@ -1437,6 +1416,7 @@ struct Workspace {
     };
     take(sizeof(SelectState));
     held_state_offset = take(sizeof(held::State));
+    states_end = total;
     prefiltered_offset = take(capacity * sizeof(int32_t));
     candidates_offset[0] = take(capacity * sizeof(int32_t));
     candidates_offset[1] = take(capacity * sizeof(int32_t));
@@ -1457,9 +1437,6 @@ struct DeviceScratch {
   unsigned held_calls = 0;  // its launches so far: its tags
 };
 
-// Both kernels' states, zeroed once when the workspace is allocated.
-constexpr size_t states_bytes = (sizeof(SelectState) + 255) / 256 * 256 + sizeof(held::State);
-
 // One block of the held kernel an SM, when its shared memory fits and the drawer can read every
 // block's row of the pool.
 unsigned held_grid_for(int device) {
@@ -1479,7 +1456,7 @@ unsigned held_grid_for(int device) {
 
 // Returns the device's workspace (nullptr on a CUDA error) and its record, whose `calls` the
 // caller counts once its launch succeeded.
-char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
+char* scratch_for(const Workspace& plan, DeviceScratch*& record, cudaStream_t stream) {
   constexpr int max_devices = 64;
   static DeviceScratch scratch[max_devices];
   static std::mutex mutex;
@@ -1498,6 +1475,7 @@ char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
     mine.held_grid = held_grid_for(device);
   }
   record = &mine;
+  const size_t bytes = plan.total;
   if (mine.bytes < bytes) {
     if (mine.workspace != nullptr) cudaFree(mine.workspace);  // waits for calls still using it
     mine.workspace = nullptr;
@@ -1506,7 +1484,7 @@ char* scratch_for(size_t bytes, DeviceScratch*& record, cudaStream_t stream) {
     mine.bytes = bytes;
     // Both copies of the bound's state start zeroed, each call then zeroing the other's; the
     // held kernel's last block leaves its state zeroed.
-    if (cudaMemsetAsync(mine.workspace, 0, states_bytes, stream) != cudaSuccess) return nullptr;
+    if (cudaMemsetAsync(mine.workspace, 0, plan.states_end, stream) != cudaSuccess) return nullptr;
   }
   return mine.workspace;
 }
@@ -1542,7 +1520,7 @@ extern "C" void topk(const int32_t* d_in, size_t n, int k, int32_t* d_out, cudaS
   }
   const Workspace plan(n, k);
   DeviceScratch* scratch = nullptr;
-  char* workspace = scratch_for(plan.total, scratch, stream);
+  char* workspace = scratch_for(plan, scratch, stream);
   if (workspace == nullptr) return;  // the CUDA error stays visible to the caller
   if (launch_held(d_in, n, k, d_out, *scratch, workspace, plan, stream)) return;
   unsigned parity = scratch->calls % 2;
