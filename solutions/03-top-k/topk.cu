@@ -215,8 +215,10 @@ __device__ __forceinline__ void for_each_key(const int32_t* src, size_t count, u
 }
 
 // Reserves `wanted` consecutive slots for each lane with one atomic per warp (all values may
-// land in one bucket); returns the lane's first slot. The whole warp must call it.
-__device__ __forceinline__ uint32_t warp_reserve(uint32_t wanted, uint32_t* counter) {
+// land in one bucket); returns the lane's first slot. The whole warp must call it. A 64-bit
+// counter counts in its low half.
+template <class Counter>
+__device__ __forceinline__ uint32_t warp_reserve(uint32_t wanted, Counter* counter) {
   const unsigned lane = threadIdx.x % 32;
   uint32_t inclusive = wanted;
 #pragma unroll
@@ -226,9 +228,9 @@ __device__ __forceinline__ uint32_t warp_reserve(uint32_t wanted, uint32_t* coun
   }
   const uint32_t total = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
   if (total == 0) return 0;
-  uint32_t base = 0;
-  if (lane == 31) base = atomicAdd(counter, total);
-  return __shfl_sync(0xFFFFFFFFu, base, 31) + inclusive - wanted;
+  Counter base = 0;
+  if (lane == 31) base = atomicAdd(counter, Counter(total));
+  return uint32_t(__shfl_sync(0xFFFFFFFFu, base, 31)) + inclusive - wanted;
 }
 
 // One slot for each lane that has `take` set. The whole warp must call it.
@@ -1030,8 +1032,9 @@ struct alignas(128) State {
   alignas(128) unsigned long long published;     // tag << 32 | the bound
   alignas(128) unsigned long long sample_tally;  // blocks counted in << 32 | keys they sent
   unsigned long long plan;                       // tag << 32 | Plan
-  uint32_t survivors;                            // values appended to the list (past its capacity: the exact select)
-  uint32_t arrivals;                             // blocks done keeping
+  // Blocks done keeping << 32 | values appended to the list (past its capacity: the exact
+  // select). One word, so that the last block's arrival also tells it how many were appended.
+  unsigned long long list_tally;
   alignas(128) uint32_t histogram[digit_count][bin_count];  // the exact select's digits
 };
 
@@ -1105,7 +1108,7 @@ __device__ __forceinline__ void for_each_held_group(const Held& held, Visit visi
 // the warp has none); past the list's capacity they are only counted. The whole warp calls it.
 template <int batch>
 __device__ __forceinline__ void append_at_or_above(const uint4 (&v)[batch], int valid, uint32_t lowest, uint32_t* list,
-                                                   uint32_t* count) {
+                                                   unsigned long long* count) {
   uint32_t mine = 0;
 #pragma unroll
   for (int u = 0; u < batch; ++u)
@@ -1222,10 +1225,33 @@ __device__ uint32_t await_bound(State* state, uint32_t tag) {
   return bound;
 }
 
+// A short list (about 32 keys at k = 10): each key ranked against all of them in shared memory,
+// four at a time, with no bins to count and scan.
+constexpr uint32_t short_list = 256;
+__device__ void rank_short_list(const uint32_t* list, uint32_t count, uint32_t k, uint32_t* shared, int32_t* out) {
+  const uint32_t t = threadIdx.x, padded = (count + 3) / 4 * 4;
+  // Padding keys are 0 and placed after every real key: never above one, nor equal and before it.
+  const uint32_t key = t < count ? __ldcg(&list[t]) : 0;
+  if (t < padded) shared[t] = key;
+  __syncthreads();
+  if (t >= count) return;
+  const uint4* quads = reinterpret_cast<const uint4*>(shared);
+  uint32_t rank = 0;
+  for (uint32_t q = 0; q < padded / 4; ++q) {
+    const uint4 four = quads[q];
+    const uint32_t j = 4 * q;
+    rank += (four.x > key || (four.x == key && j < t)) + (four.y > key || (four.y == key && j + 1 < t)) +
+            (four.z > key || (four.z == key && j + 2 < t)) + (four.w > key || (four.w == key && j + 3 < t));
+  }
+  if (rank < k) out[rank] = to_value(key);
+}
+
 // The last block: the list's keys (all at or above `lowest`) counted in fine bins over their
 // range, placed by bin from the top, and each ranked among its bin's keys; the first k written.
+// Up to short_list keys skip the bins.
 __device__ void rank_list(const uint32_t* list, uint32_t count, uint32_t k, uint32_t lowest, uint32_t* shared,
                           int32_t* out) {
+  if (count <= short_list) return rank_short_list(list, count, k, shared, out);
   uint32_t* keys = shared;
   uint32_t* grouped = keys + list_capacity;
   uint32_t* counts = grouped + list_capacity;
@@ -1272,11 +1298,11 @@ __device__ Plan plan_end(State* state, uint32_t tag, uint32_t& survivors) {
   __shared__ uint32_t counted;
   __syncthreads();
   if (threadIdx.x == 0) {
-    if (count_in(&state->arrivals) == gridDim.x - 1) {
-      counted =
-          cuda::atomic_ref<uint32_t, cuda::thread_scope_device>(state->survivors).load(cuda::memory_order_relaxed);
+    const unsigned long long before = device_word(state->list_tally).fetch_add(1ull << 32, cuda::memory_order_acq_rel);
+    if (before >> 32 == gridDim.x - 1) {
+      counted = uint32_t(before);
       plan = counted <= list_capacity ? plan_ranked_list : plan_exact_select;
-      state->survivors = state->arrivals = 0;
+      state->list_tally = 0;
       state->sample_tally = 0;
       device_word(state->plan).store(tagged(tag, plan), cuda::memory_order_release);
     } else {
@@ -1322,13 +1348,13 @@ __device__ void exact_select(const Held& held, uint32_t k, uint32_t bound, State
   const uint32_t above = k - rank;
   if (above != 0)
     for_each_held_group(
-        held, [&](const auto& v, int valid) { append_at_or_above(v, valid, prefix + 1, list, &state->survivors); });
+        held, [&](const auto& v, int valid) { append_at_or_above(v, valid, prefix + 1, list, &state->list_tally); });
   grid.sync();
   if (blockIdx.x != 0) return;
   if (above != 0) rank_list(list, above, above, prefix + 1, shared, out);
   for (uint32_t i = above + threadIdx.x; i < k; i += threads) out[i] = to_value(prefix);
   for (int i = threadIdx.x; i < digit_count * bin_count; i += threads) (&state->histogram[0][0])[i] = 0;
-  if (threadIdx.x == 0) state->survivors = 0;
+  if (threadIdx.x == 0) state->list_tally = 0;
 }
 
 // The whole selection for a held input: `vectors` 16-byte vectors, at least in_shared and at most
@@ -1382,7 +1408,7 @@ __global__ void __launch_bounds__(threads, 1)
   __pipeline_wait_prior(0);
   __syncthreads();  // B in shared memory for every thread
   for_each_held_group(held,
-                      [&](const auto& v, int valid) { append_at_or_above(v, valid, bound, list, &state->survivors); });
+                      [&](const auto& v, int valid) { append_at_or_above(v, valid, bound, list, &state->list_tally); });
   uint32_t survivors = 0;
   const Plan plan = plan_end(state, tag, survivors);
   if (plan == plan_exact_select)
