@@ -1104,11 +1104,11 @@ __device__ __forceinline__ void for_each_held_group(const Held& held, Visit visi
   }
 }
 
-// Appends the keys of v[0, valid) at or above `lowest` to the list (one atomic a warp, none when
-// the warp has none); past the list's capacity they are only counted. The whole warp calls it.
-template <int batch>
+// Appends the keys of v[0, valid) at or above `lowest` to a list of `capacity` (one atomic a warp,
+// none when the warp has none); past the capacity they are only counted. The whole warp calls it.
+template <int batch, class Counter>
 __device__ __forceinline__ void append_at_or_above(const uint4 (&v)[batch], int valid, uint32_t lowest, uint32_t* list,
-                                                   unsigned long long* count) {
+                                                   uint32_t capacity, Counter* count) {
   uint32_t mine = 0;
 #pragma unroll
   for (int u = 0; u < batch; ++u)
@@ -1121,9 +1121,23 @@ __device__ __forceinline__ void append_at_or_above(const uint4 (&v)[batch], int 
   for (int u = 0; u < batch; ++u)
     for (uint32_t x : {v[u].x, v[u].y, v[u].z, v[u].w})
       if (u < valid && to_key(int32_t(x)) >= lowest) {
-        if (at < list_capacity) list[at] = to_key(int32_t(x));
+        if (at < capacity) list[at] = to_key(int32_t(x));
         ++at;
       }
+}
+
+// The keys a block keeps are staged in its shared histogram's place first, then moved to the list
+// with one atomic for the block: at large k, thousands of warps' atomics on the list's one counter
+// queue behind each other and hold up the last block's arrival (the design record times it).
+constexpr uint32_t stage_capacity = bin_count;
+__device__ void move_staged(const uint32_t* stage, uint32_t staged, State* state, uint32_t* list) {
+  __shared__ uint32_t base;
+  if (threadIdx.x == 0 && staged != 0)
+    // More than the stage holds: counted past the list's capacity, so the exact select takes over.
+    base = uint32_t(atomicAdd(&state->list_tally, staged <= stage_capacity ? staged : list_capacity + 1ull));
+  __syncthreads();
+  if (staged > stage_capacity) return;
+  for (uint32_t i = threadIdx.x; i < staged && base + i < list_capacity; i += threads) list[base + i] = stage[i];
 }
 
 // What a block's arrival at the pool tells it: whether it draws, and how many keys the blocks
@@ -1262,9 +1276,17 @@ __device__ void rank_list(const uint32_t* list, uint32_t count, uint32_t k, uint
   for (int b = t; b < bin_count; b += threads) counts[b] = filled[b] = 0;
   if (t == 0) top = 0;
   uint32_t local_top = 0;
-  for (uint32_t i = t; i < count; i += threads) {
-    keys[i] = __ldcg(&list[i]);
-    local_top = max(local_top, keys[i] - lowest);
+  constexpr int loads = 4;  // in flight at once: one round trip for up to 4096 keys
+  for (uint32_t first = t; first < count; first += loads * threads) {
+    uint32_t key[loads];
+#pragma unroll
+    for (int j = 0; j < loads; ++j) key[j] = first + j * threads < count ? __ldcg(&list[first + j * threads]) : 0;
+#pragma unroll
+    for (int j = 0; j < loads; ++j)
+      if (first + j * threads < count) {
+        keys[first + j * threads] = key[j];
+        local_top = max(local_top, key[j] - lowest);
+      }
   }
   local_top = warp_reduce<WarpOp::max>(local_top);
   __syncthreads();
@@ -1304,7 +1326,11 @@ __device__ Plan plan_end(State* state, uint32_t tag, uint32_t& survivors) {
       plan = counted <= list_capacity ? plan_ranked_list : plan_exact_select;
       state->list_tally = 0;
       state->sample_tally = 0;
-      device_word(state->plan).store(tagged(tag, plan), cuda::memory_order_release);
+      // The ranked list's plan only lets the others leave, so it needs no fence (the next call
+      // sees the zeroed counters after the kernel boundary); the exact select's others append
+      // to the list again, after the zeroed tally.
+      device_word(state->plan)
+          .store(tagged(tag, plan), plan == plan_ranked_list ? cuda::memory_order_relaxed : cuda::memory_order_release);
     } else {
       unsigned long long word;
       while ((word = device_word(state->plan).load(cuda::memory_order_acquire)) >> 32 != tag) __nanosleep(64);
@@ -1347,8 +1373,9 @@ __device__ void exact_select(const Held& held, uint32_t k, uint32_t bound, State
   // prefix is the k-th largest key; `rank` copies of it complete the top k.
   const uint32_t above = k - rank;
   if (above != 0)
-    for_each_held_group(
-        held, [&](const auto& v, int valid) { append_at_or_above(v, valid, prefix + 1, list, &state->list_tally); });
+    for_each_held_group(held, [&](const auto& v, int valid) {
+      append_at_or_above(v, valid, prefix + 1, list, list_capacity, &state->list_tally);
+    });
   grid.sync();
   if (blockIdx.x != 0) return;
   if (above != 0) rank_list(list, above, above, prefix + 1, shared, out);
@@ -1405,10 +1432,14 @@ __global__ void __launch_bounds__(threads, 1)
     load_c();
     bound = await_bound(state, tag);
   }
+  __shared__ uint32_t staged;
+  if (t == 0) staged = 0;
   __pipeline_wait_prior(0);
-  __syncthreads();  // B in shared memory for every thread
-  for_each_held_group(held,
-                      [&](const auto& v, int valid) { append_at_or_above(v, valid, bound, list, &state->list_tally); });
+  __syncthreads();  // B in shared memory for every thread; the draw is done with `counts`
+  for_each_held_group(
+      held, [&](const auto& v, int valid) { append_at_or_above(v, valid, bound, counts, stage_capacity, &staged); });
+  __syncthreads();
+  move_staged(counts, staged, state, list);
   uint32_t survivors = 0;
   const Plan plan = plan_end(state, tag, survivors);
   if (plan == plan_exact_select)
