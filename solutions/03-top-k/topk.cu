@@ -478,11 +478,22 @@ __device__ uint32_t compact_stage(const Stage& stage, uint32_t lowest_key) {
   return sent;
 }
 
+// A block's `count` staged values to `out`, from the place that one atomic adding `reserved` (at
+// least count) to `counter` gives the block; past `capacity` they are only counted.
+template <class Value, class Counter>
+__device__ void copy_to_reserved_place(const Value* staged, uint32_t count, unsigned long long reserved,
+                                       Counter* counter, Value* out, uint32_t capacity) {
+  __shared__ uint32_t base;
+  if (threadIdx.x == 0 && reserved != 0) base = uint32_t(atomicAdd(counter, Counter(reserved)));
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < count; i += blockDim.x)
+    if (base + i < capacity) out[base + i] = staged[i];
+}
+
 // The end of the block's read: its survivors to the prefilter (one atomic for the block), its
 // fine bins to the shared ones, both from lowest_bin_to_send up.
 __device__ void flush_stage(const Stage& stage, const Bound& bound, uint32_t k, const Buffers& buffers,
                             uint32_t* fine_histogram) {
-  __shared__ uint32_t base;
   __syncthreads();
   const uint32_t lowest_bin = lowest_bin_to_send(stage, k, fine_histogram);
   const int32_t* values = stage.values;
@@ -491,10 +502,7 @@ __device__ void flush_stage(const Stage& stage, const Bound& bound, uint32_t k, 
     count = compact_stage(stage, uint32_t(bound.key + (uint64_t(lowest_bin) << bound.fine_shift)));
     values = stage.sending;
   }
-  if (threadIdx.x == 0 && count != 0) base = atomicAdd(stage.prefilter_count, count);
-  __syncthreads();
-  for (uint32_t i = threadIdx.x; i < count; i += threads)
-    if (base + i < buffers.capacity) buffers.prefiltered[base + i] = values[i];
+  copy_to_reserved_place(values, count, count, stage.prefilter_count, buffers.prefiltered, buffers.capacity);
   flush_histogram(stage.fine_bins, fine_histogram, lowest_bin);
 }
 
@@ -1130,14 +1138,12 @@ __device__ __forceinline__ void append_at_or_above(const uint4 (&v)[batch], int 
 // with one atomic for the block: at large k, thousands of warps' atomics on the list's one counter
 // queue behind each other and hold up the last block's arrival (the design record times it).
 constexpr uint32_t stage_capacity = bin_count;
+// More than the stage holds: none moved, the list counted past its capacity, so the exact select
+// takes over.
 __device__ void move_staged(const uint32_t* stage, uint32_t staged, State* state, uint32_t* list) {
-  __shared__ uint32_t base;
-  if (threadIdx.x == 0 && staged != 0)
-    // More than the stage holds: counted past the list's capacity, so the exact select takes over.
-    base = uint32_t(atomicAdd(&state->list_tally, staged <= stage_capacity ? staged : list_capacity + 1ull));
-  __syncthreads();
-  if (staged > stage_capacity) return;
-  for (uint32_t i = threadIdx.x; i < staged && base + i < list_capacity; i += threads) list[base + i] = stage[i];
+  const bool fits = staged <= stage_capacity;
+  copy_to_reserved_place(stage, fits ? staged : 0, fits ? staged : list_capacity + 1ull, &state->list_tally, list,
+                         list_capacity);
 }
 
 // What a block's arrival at the pool tells it: whether it draws, and how many keys the blocks
@@ -1239,8 +1245,8 @@ __device__ uint32_t await_bound(State* state, uint32_t tag) {
   return bound;
 }
 
-// A short list (about 32 keys at k = 10): each key ranked against all of them in shared memory,
-// four at a time, with no bins to count and scan.
+// A short list (the few dozen keys that pass at k = 10): each key ranked against all of them in
+// shared memory, four at a time, with no bins to count and scan.
 constexpr uint32_t short_list = 256;
 __device__ void rank_short_list(const uint32_t* list, uint32_t count, uint32_t k, uint32_t* shared, int32_t* out) {
   const uint32_t t = threadIdx.x, padded = (count + 3) / 4 * 4;
