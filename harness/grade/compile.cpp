@@ -319,7 +319,7 @@ std::string kit_fingerprint(const LabSpec& lab, const Toolchain& tc) {
   const fs::path root(tc.source_root);
   for (const fs::path& folder : {root / "harness" / "src", root / "harness" / "include" / "labkit", root / "labs" / lab.dir,
                                  root / "solutions" / lab.dir})
-    for (const auto& entry : fs::directory_iterator(folder))
+    for (const auto& entry : fs::recursive_directory_iterator(folder))
       if (entry.is_regular_file()) files.push_back(entry.path().string());
   std::sort(files.begin(), files.end());
   files.push_back(lab.dataset);

@@ -1,10 +1,15 @@
 // The calibration cache (labkit/calibration.h): what one run measured is what the next reads,
-// and a file written under another key starts over.
+// and a file written under another key starts over; the key's kit fingerprint follows every
+// source the reference's times depend on.
 #include "labkit/calibration.h"
+
+#include "catalog.h"
+#include "compile.h"
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace fs = std::filesystem;
 
@@ -37,5 +42,23 @@ TEST_SUITE("calibration cache") {
     fs::copy_file(labkit::Calibration(folder.string(), "lab-01", "GPU | kit a").path(),
                   labkit::Calibration(folder.string(), "lab-01", "GPU | kit b").path());
     CHECK_FALSE(labkit::Calibration(folder.string(), "lab-01", "GPU | kit b").empty_call_ceiling_ms("node1", "case"));
+  }
+
+  TEST_CASE("an edit anywhere under harness/src starts the cache over") {
+    const fs::path root = fs::temp_directory_path() / "labkit-test-fingerprint";
+    fs::remove_all(root);
+    for (const char* folder : {"harness/src/runner", "harness/include/labkit", "labs/01-x", "solutions/01-x"})
+      fs::create_directories(root / folder);
+    const auto write = [&](const char* file, const char* text) { std::ofstream(root / file) << text; };
+    write("harness/src/runner/timing.cu", "flush here");
+    write("labs/01-x/dataset.yaml", "cases: []");
+    grade::LabSpec lab;
+    lab.dir = "01-x";
+    lab.dataset = (root / "labs/01-x/dataset.yaml").string();
+    const grade::Toolchain toolchain{root.string(), "", "nvcc", {"-O3"}};
+    const std::string before = grade::kit_fingerprint(lab, toolchain);
+    write("harness/src/runner/timing.cu", "flush elsewhere");
+    CHECK(grade::kit_fingerprint(lab, toolchain) != before);
+    fs::remove_all(root);
   }
 }

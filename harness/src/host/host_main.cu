@@ -8,6 +8,7 @@
 #include "labkit/defences.h"
 #include "labkit/device.h"
 #include "labkit/sandbox.h"
+#include "labkit/sample_start.h"
 #include "labkit/shared_memory.h"
 
 #include <dlfcn.h>
@@ -34,22 +35,6 @@ __global__ void spin_kernel(std::uint64_t ns) {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   while (now - start < ns);
-}
-
-__global__ void empty_kernel() {}
-
-// Runs an empty kernel on every device and waits for it: the GPUs switch to this process's
-// context now, not inside a call timed by our clock (the checks' process and the round-trip
-// probe used them last). Events leave that switch out by themselves; a clock does not.
-void wake_every_device() {
-  int count = 1;
-  CUDA_CHECK(cudaGetDeviceCount(&count));
-  for (int device = 0; device < count; ++device) {
-    CUDA_CHECK(cudaSetDevice(device));
-    empty_kernel<<<1, 1>>>();
-    CUDA_CHECK(cudaDeviceSynchronize());
-  }
-  CUDA_CHECK(cudaSetDevice(0));
 }
 
 // Shared memory is not cleared between kernels, so filling it with a pattern before a call
@@ -100,6 +85,10 @@ public:
         return timed(request, [&] { spin_kernel<<<1, 1, 0, stream_>>>(request.spin_ns); return std::uint64_t(0); });
       case wire::Op::call:
         return call(request);
+      case wire::Op::flush_l2:
+        flush_l2(stream_);
+        CUDA_CHECK(cudaStreamSynchronize(stream_));
+        return {};
     }
     return failure(wire::Status::failed, "unknown request");
   }

@@ -3,6 +3,7 @@
 #include "labkit/buffer.h"
 #include "labkit/defences.h"
 #include "labkit/device.h"
+#include "labkit/sample_start.h"
 #include "labkit/read_only.cuh"
 #include "labkit/remote.h"
 
@@ -24,32 +25,12 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Writing a buffer of twice the L2 size evicts whatever the previous sample left there.
-__global__ void l2_flush_kernel(int4* buffer, std::size_t count, int salt) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < count;
-       i += std::size_t(gridDim.x) * blockDim.x)
-    buffer[i] = make_int4(salt, salt, salt, salt);
-}
-
 __global__ void spin_kernel(long long cycles, long long* elapsed) {
   const long long start = clock64();
   long long now = start;
   while (now - start < cycles) now = clock64();
   *elapsed = now - start;
 }
-
-class L2Flusher {
-public:
-  L2Flusher() : buffer_(2 * current_device().l2_bytes / sizeof(int4) + 1) {}
-  void flush(cudaStream_t stream) {
-    l2_flush_kernel<<<current_device().sm_count * 4, 512, 0, stream>>>(buffer_.data(), buffer_.size(), ++salt_);
-    CUDA_CHECK(cudaGetLastError());
-  }
-
-private:
-  DeviceBuffer<int4> buffer_;
-  int salt_ = 0;
-};
 
 struct EventPair {
   EventPair() {
@@ -77,29 +58,21 @@ cudaStream_t timing_stream() {
   return stream;
 }
 
-// Persisting-L2 lines would let one sample warm the next: no set-aside, and reset each time.
-void reset_persisting_l2() {
-  static const bool limit_cleared = [] {
-    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);  // unsupported before Ampere: ignore
-    cudaGetLastError();
-    return true;
-  }();
-  (void)limit_cleared;
-  cudaCtxResetPersistingL2Cache();
-  cudaGetLastError();
-}
-
 // Wall-clock time past the event time that counts as work on another stream.
 double off_stream_threshold_ms(double event_ms) { return std::max(0.05, 0.25 * event_ms); }
 
 // Untimed, before every in-process sample: the call's own preparation (an input drawn and
-// revealed, outputs poisoned), then an L2 flush and a reset of persisting lines, then the
-// whole device idle.
-void prepare_sample(const TimedCall& call, int sample) {
+// revealed, outputs poisoned), then the L2 flushed and the whole device idle. A flush made
+// elsewhere is followed by what a submission's host does before its call: nothing, or, for a
+// call its clock times, every device woken in this context.
+void prepare_sample(const TimedCall& call, int sample, const FlushElsewhere& flush_elsewhere) {
   if (call.prepare) call.prepare(sample);
   if (call.stage) call.stage();
   if (call.reveal) call.reveal(false);
-  prepare_device_for_sample();
+  if (!flush_elsewhere) return prepare_device_for_sample();
+  synchronize_all_devices();
+  flush_elsewhere();
+  if (call.host_clock) wake_every_device();
 }
 
 void collect_output(const TimedCall& call, bool rehearsal) {
@@ -164,18 +137,16 @@ void verify_sample(const TimedCall& call, std::size_t sample) {
 }  // namespace
 
 void prepare_device_for_sample() {
-  static L2Flusher flusher;
-  flusher.flush(timing_stream());
-  reset_persisting_l2();
+  flush_l2(timing_stream());
   synchronize_all_devices();
 }
 
-TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
+TimingStats time_call(const TimedCall& call, const StoppingRule& rule, const FlushElsewhere& flush_elsewhere) {
   const cudaStream_t stream = timing_stream();
   EventPair events;
 
   for (int warmup = 0; warmup < 2; ++warmup) {
-    prepare_sample(call, -1 - warmup);  // its poisoning (legacy stream) ends before the launch
+    prepare_sample(call, -1 - warmup, flush_elsewhere);  // its poisoning (legacy stream) ends before the launch
     call.launch(stream);
     CUDA_CHECK_KERNELS(stream);
     synchronize_all_devices();
@@ -187,7 +158,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
   std::size_t off_stream_samples = 0;
   const auto started = Clock::now();
   for (int sample = 0;; ++sample) {
-    prepare_sample(call, sample);
+    prepare_sample(call, sample, flush_elsewhere);
     const auto wall_start = Clock::now();
     CUDA_CHECK(cudaEventRecord(events.start, stream));
     call.launch(stream);
