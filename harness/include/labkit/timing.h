@@ -70,15 +70,7 @@ struct WrongDuringTiming : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Where each sample's L2 flush is made, when not in this process (where the benchmarks make it,
-// timing kernels side by side). The checks time the reference after a flush made in the empty
-// call's host, so that its call finds the cache and the GPU as a submission's call finds them:
-// the first work of its context after another context flushed. A flush in the call's own
-// context leaves dirty lines that the call then writes back, microseconds a submission's call
-// never pays (docs/grader-measurements.md, "Timing a call in another process").
-using FlushElsewhere = std::function<void()>;
-
-TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {}, const FlushElsewhere& flush_elsewhere = {});
+TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {});
 
 // Times a call that runs in the submission's process (labkit/remote.h). Its own events give
 // the precise figure, but that process is not trusted. Our clock runs from before the input

@@ -36,7 +36,6 @@ enum class Op : std::uint32_t {
   poison_shared_memory,  // fill every SM's shared memory with `pattern` (lab 02's checks)
   noop,                  // a timed kernel that spins `spin_ns`: the round trip of an honest call that long
   stage,                 // managed allocation `id`: its managed memory reset, every page back on the host
-  flush_l2,              // the L2 flushed in this process's context (the empty call's host, before a reference's sample)
 };
 
 // A managed allocation (map with `memory` 2) reaches the submission as managed memory of the

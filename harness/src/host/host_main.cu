@@ -85,10 +85,6 @@ public:
         return timed(request, [&] { spin_kernel<<<1, 1, 0, stream_>>>(request.spin_ns); return std::uint64_t(0); });
       case wire::Op::call:
         return call(request);
-      case wire::Op::flush_l2:
-        flush_l2(stream_);
-        CUDA_CHECK(cudaStreamSynchronize(stream_));
-        return {};
     }
     return failure(wire::Status::failed, "unknown request");
   }
@@ -134,7 +130,7 @@ private:
   template <class Body>
   wire::Reply timed(const wire::Request& request, Body body) {
     wire::Reply reply;
-    if (request.timed && request.host_clock) wake_every_device();
+    if (request.timed) prepare_cache_as_the_reference_finds_it(request.host_clock);
     CUDA_CHECK(cudaSetDevice(0));
     const bool events = request.timed && !request.host_clock;
     const auto started = std::chrono::steady_clock::now();
@@ -158,6 +154,19 @@ private:
       reply.event_ms = clock_ms;
     }
     return reply;
+  }
+
+  // The checks time the reference in their own process right after their own L2 flush. A call
+  // here follows the checks' flush too, but one made in another context, and that leaves a
+  // call faster by up to several microseconds (docs/grader-measurements.md). So every timed
+  // request, the empty call's alike, first flushes in this context, and the call finds the
+  // cache as the reference's call does. A call our clock times first wakes every device, so
+  // that the switch to this context falls outside the clock.
+  void prepare_cache_as_the_reference_finds_it(bool host_clock) {
+    if (host_clock) wake_every_device();
+    CUDA_CHECK(cudaSetDevice(0));
+    flush_l2(stream_);
+    CUDA_CHECK(synchronize_every_device());
   }
 
   void* module_;

@@ -169,17 +169,8 @@ void end_submission_processes() {
   if (state().student) state().student->stop();
 }
 
-// Before each of the reference's and the library's samples: the L2 flushed by the empty call's
-// host, so that their calls, run here, start as a submission's call does in its host (after a
-// flush made in another context: labkit/timing.h's FlushElsewhere).
-void flush_in_empty_call_host() {
-  wire::Request flush;
-  flush.op = wire::Op::flush_l2;
-  empty_call_host().request(flush);
-}
-
 ReferenceTime measure_reference(const PerfSubject& reference_side, double bytes_moved, double peak) {
-  const TimingStats stats = time_call(reference_side.call, {}, flush_in_empty_call_host);
+  const TimingStats stats = time_call(reference_side.call);
   const std::string error = reference_side.check_output();
   REQUIRE_MESSAGE(error.empty(), "the reference solution is wrong: " << error);
   return {timing_json(stats, bytes_moved, peak), "measured in this run"};
@@ -190,7 +181,7 @@ ReferenceTime measure_reference(const PerfSubject& reference_side, double bytes_
 // the student's, so it costs the case nothing).
 nlohmann::json measure_library(const LibraryAnchor& library, double bytes_moved, double peak) {
   if (library.name.empty()) return nullptr;
-  const TimingStats stats = time_call(library.subject.call, {}, flush_in_empty_call_host);
+  const TimingStats stats = time_call(library.subject.call);
   const auto& check = library.subject.check_output;
   if (const std::string error = check ? check() : ""; !error.empty()) {
     std::printf("warning: %s gave a wrong answer, so it is left out of the report: %s\n", library.name.c_str(),

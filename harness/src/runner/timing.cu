@@ -62,17 +62,13 @@ cudaStream_t timing_stream() {
 double off_stream_threshold_ms(double event_ms) { return std::max(0.05, 0.25 * event_ms); }
 
 // Untimed, before every in-process sample: the call's own preparation (an input drawn and
-// revealed, outputs poisoned), then the L2 flushed and the whole device idle. A flush made
-// elsewhere is followed by what a submission's host does before its call: nothing, or, for a
-// call its clock times, every device woken in this context.
-void prepare_sample(const TimedCall& call, int sample, const FlushElsewhere& flush_elsewhere) {
+// revealed, outputs poisoned), then an L2 flush and a reset of persisting lines, then the
+// whole device idle.
+void prepare_sample(const TimedCall& call, int sample) {
   if (call.prepare) call.prepare(sample);
   if (call.stage) call.stage();
   if (call.reveal) call.reveal(false);
-  if (!flush_elsewhere) return prepare_device_for_sample();
-  synchronize_all_devices();
-  flush_elsewhere();
-  if (call.host_clock) wake_every_device();
+  prepare_device_for_sample();
 }
 
 void collect_output(const TimedCall& call, bool rehearsal) {
@@ -141,12 +137,12 @@ void prepare_device_for_sample() {
   synchronize_all_devices();
 }
 
-TimingStats time_call(const TimedCall& call, const StoppingRule& rule, const FlushElsewhere& flush_elsewhere) {
+TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
   const cudaStream_t stream = timing_stream();
   EventPair events;
 
   for (int warmup = 0; warmup < 2; ++warmup) {
-    prepare_sample(call, -1 - warmup, flush_elsewhere);  // its poisoning (legacy stream) ends before the launch
+    prepare_sample(call, -1 - warmup);  // its poisoning (legacy stream) ends before the launch
     call.launch(stream);
     CUDA_CHECK_KERNELS(stream);
     synchronize_all_devices();
@@ -158,7 +154,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule, const Flu
   std::size_t off_stream_samples = 0;
   const auto started = Clock::now();
   for (int sample = 0;; ++sample) {
-    prepare_sample(call, sample, flush_elsewhere);
+    prepare_sample(call, sample);
     const auto wall_start = Clock::now();
     CUDA_CHECK(cudaEventRecord(events.start, stream));
     call.launch(stream);
