@@ -70,7 +70,13 @@ struct WrongDuringTiming : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {});
+// GPU work of another process's, run before each sample's L2 flush, so that the GPU switches
+// away from this context and back before the call, as it does before a submission's call (the
+// checks reveal its input in their context, then its host flushes and calls in its own). The
+// checks time the reference with it; the benchmarks, timing kernels side by side, without.
+using WorkElsewhere = std::function<void()>;
+
+TimingStats time_call(const TimedCall& call, const StoppingRule& rule = {}, const WorkElsewhere& work_elsewhere = {});
 
 // Times a call that runs in the submission's process (labkit/remote.h). Its own events give
 // the precise figure, but that process is not trusted. Our clock runs from before the input

@@ -62,12 +62,16 @@ cudaStream_t timing_stream() {
 double off_stream_threshold_ms(double event_ms) { return std::max(0.05, 0.25 * event_ms); }
 
 // Untimed, before every in-process sample: the call's own preparation (an input drawn and
-// revealed, outputs poisoned), then an L2 flush and a reset of persisting lines, then the
-// whole device idle.
-void prepare_sample(const TimedCall& call, int sample) {
+// revealed, outputs poisoned), the work elsewhere if any, then an L2 flush and a reset of
+// persisting lines, then the whole device idle.
+void prepare_sample(const TimedCall& call, int sample, const WorkElsewhere& work_elsewhere) {
   if (call.prepare) call.prepare(sample);
   if (call.stage) call.stage();
   if (call.reveal) call.reveal(false);
+  if (work_elsewhere) {
+    synchronize_all_devices();
+    work_elsewhere();
+  }
   prepare_device_for_sample();
 }
 
@@ -137,12 +141,12 @@ void prepare_device_for_sample() {
   synchronize_all_devices();
 }
 
-TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
+TimingStats time_call(const TimedCall& call, const StoppingRule& rule, const WorkElsewhere& work_elsewhere) {
   const cudaStream_t stream = timing_stream();
   EventPair events;
 
   for (int warmup = 0; warmup < 2; ++warmup) {
-    prepare_sample(call, -1 - warmup);  // its poisoning (legacy stream) ends before the launch
+    prepare_sample(call, -1 - warmup, work_elsewhere);  // its poisoning (legacy stream) ends before the launch
     call.launch(stream);
     CUDA_CHECK_KERNELS(stream);
     synchronize_all_devices();
@@ -154,7 +158,7 @@ TimingStats time_call(const TimedCall& call, const StoppingRule& rule) {
   std::size_t off_stream_samples = 0;
   const auto started = Clock::now();
   for (int sample = 0;; ++sample) {
-    prepare_sample(call, sample);
+    prepare_sample(call, sample, work_elsewhere);
     const auto wall_start = Clock::now();
     CUDA_CHECK(cudaEventRecord(events.start, stream));
     call.launch(stream);
