@@ -105,7 +105,7 @@ inline double confirmation_precision_ms(double reported_ms) { return 0.005 + 0.0
 
 // What every timed sample starts with, untimed: an L2 flush, a reset of persisting lines,
 // and the whole device idle. Then the round-trip probe, then the timed call: each starts with
-// the GPU switching to another process's context.
+// the GPU switching to another process's context, whose host flushes again in its own.
 void prepare_device_for_sample();
 
 inline double gigabytes_per_second(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
