@@ -29,8 +29,7 @@ void reset_persisting_l2() {
   cudaGetLastError();
 }
 
-// Plain device memory, kept for the process's life: the flush is made by the checks and by
-// the empty call's host, which shares no memory with anyone.
+// Plain device memory, kept for the process's life: no other process maps it.
 struct FlushBuffer {
   FlushBuffer() : count(2 * current_device().l2_bytes / sizeof(int4) + 1) {
     CUDA_CHECK(cudaMalloc(&data, count * sizeof(int4)));

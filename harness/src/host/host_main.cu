@@ -156,12 +156,14 @@ private:
     return reply;
   }
 
-  // The checks time the reference in their own process right after their own L2 flush. A call
-  // here follows the checks' flush too, but one made in another context, and that leaves a
-  // call faster by up to several microseconds (docs/grader-measurements.md). So every timed
-  // request, the empty call's alike, first flushes in this context, and the call finds the
-  // cache as the reference's call does. A call our clock times first wakes every device, so
-  // that the switch to this context falls outside the clock.
+  // The checks time the reference in their own process after GPU work of another process's
+  // (an empty kernel in the empty call's host) and then their own L2 flush. A call here follows
+  // the checks' work (the input revealed, their flush), so it flushes again in this context
+  // first: after a flush made in another context only, a call ran faster by up to several
+  // microseconds than the same code timed by the checks (docs/grader-measurements.md, "A flush
+  // in another process"). The empty call does the same, so its round trip still matches the
+  // call's. A call our clock times first wakes every device, so that the switch to this
+  // context falls outside the clock.
   void prepare_cache_as_the_reference_finds_it(bool host_clock) {
     if (host_clock) wake_every_device();
     CUDA_CHECK(cudaSetDevice(0));
