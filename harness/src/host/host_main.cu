@@ -159,8 +159,8 @@ private:
   // The checks time the reference in their own process after GPU work of another process's
   // (an empty kernel in the empty call's host) and then their own L2 flush. A call here follows
   // the checks' work (the input revealed, their flush), so it flushes again in this context
-  // first: after a flush made in another context only, a call ran faster by up to several
-  // microseconds than the same code timed by the checks (docs/grader-measurements.md, "A flush
+  // first: a flush made only in another context leaves a call faster, by up to several
+  // microseconds, than the same code timed by the checks (docs/grader-measurements.md, "A flush
   // in another process"). The empty call does the same, so its round trip still matches the
   // call's. A call our clock times first wakes every device, so that the switch to this
   // context falls outside the clock.

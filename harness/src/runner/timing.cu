@@ -3,9 +3,9 @@
 #include "labkit/buffer.h"
 #include "labkit/defences.h"
 #include "labkit/device.h"
-#include "labkit/sample_start.h"
 #include "labkit/read_only.cuh"
 #include "labkit/remote.h"
+#include "labkit/sample_start.h"
 
 #include <algorithm>
 #include <chrono>
